@@ -1,0 +1,40 @@
+# PFS top-level build. `make` builds user space (CMake) and the kernel
+# module (kbuild); `make test` runs every test level; `make run` starts a
+# local file system with default settings.
+BUILD ?= build
+# Kernel headers: KDIR=..., else the running kernel's, else Debian's
+# linux-headers-amd64 (the build machines cannot load modules themselves).
+KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+                    $(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
+WERROR ?= $(if $(CI),ON,OFF)
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps userspace kmod test unit run stop bench clean
+
+all: userspace kmod
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DPFS_WERROR=$(WERROR)
+
+userspace: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+kmod: deps
+	@test -d "$(KDIR)" || { echo "no kernel headers found: set KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules
+
+test: all
+	@scripts/run-tests.sh $(BUILD)
+
+run: all
+	@utils/pfs-local start
+
+stop:
+	@utils/pfs-local stop
+
+clean:
+	rm -rf $(BUILD)
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod clean

@@ -1,0 +1,4 @@
+// Compiles Boost.Asio's implementation once for the whole project.
+#include <utility>
+
+#include <boost/asio/impl/src.hpp>

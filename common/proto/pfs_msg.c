@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+#include "pfs_proto.h"
+
+void pfs_header_encode(const struct pfs_header *h, __u8 *out)
+{
+	struct pfs_xdr x;
+	struct pfs_header c = *h;
+
+	pfs_xdr_init_encode(&x, out, PFS_HEADER_SIZE);
+	pfs_x_u32(&x, &c.magic);
+	pfs_x_u16(&x, &c.version);
+	pfs_x_u16(&x, &c.type);
+	pfs_x_u32(&x, &c.flags);
+	pfs_x_u32(&x, &c.payload_len);
+	pfs_x_u64(&x, &c.request_id);
+	pfs_x_u32(&x, &c.uid);
+	pfs_x_u32(&x, &c.gid);
+	pfs_x_u64(&x, &c.client_id);
+	pfs_x_u64(&x, &c.client_seq);
+}
+
+int pfs_header_decode(struct pfs_header *h, const __u8 *buf, __u32 len)
+{
+	struct pfs_xdr x;
+
+	if (len < PFS_HEADER_SIZE)
+		return -EBADMSG;
+	pfs_xdr_init_decode(&x, buf, PFS_HEADER_SIZE);
+	pfs_x_u32(&x, &h->magic);
+	pfs_x_u16(&x, &h->version);
+	pfs_x_u16(&x, &h->type);
+	pfs_x_u32(&x, &h->flags);
+	pfs_x_u32(&x, &h->payload_len);
+	pfs_x_u64(&x, &h->request_id);
+	pfs_x_u32(&x, &h->uid);
+	pfs_x_u32(&x, &h->gid);
+	pfs_x_u64(&x, &h->client_id);
+	pfs_x_u64(&x, &h->client_seq);
+	if (x.err)
+		return x.err;
+	if (h->magic != PFS_PROTO_MAGIC)
+		return -EBADMSG;
+	if (h->version != PFS_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (h->payload_len > PFS_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	if (h->flags & ~PFS_FLAGS_KNOWN)
+		return -EBADMSG;
+	return 0;
+}
+
+/* Decoded enumerations must be within [0, max]. */
+static int pfs_x_enum8(struct pfs_xdr *x, __u8 *v, __u8 max)
+{
+	if (pfs_x_u8(x, v))
+		return x->err;
+	if (pfs_xdr_decoding(x) && *v > max)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+static int pfs_x_node_type(struct pfs_xdr *x, __u16 *v, int allow_any)
+{
+	if (pfs_x_u16(x, v))
+		return x->err;
+	if (pfs_xdr_decoding(x) &&
+	    !((allow_any && *v == 0) ||
+	      (*v >= PFS_NODE_MGMT && *v <= PFS_NODE_CLIENT)))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m)
+{
+	pfs_x_s32(x, &m->status);
+	if (m->status != PFS_OK)
+		pfs_x_str(x, m->message, sizeof(m->message));
+	else if (pfs_xdr_decoding(x))
+		m->message[0] = '\0';
+	return x->err;
+}
+
+int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m)
+{
+	return pfs_x_bytes(x, m->nonce, sizeof(m->nonce));
+}
+
+int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m)
+{
+	pfs_x_bytes(x, m->nonce, sizeof(m->nonce));
+	return pfs_x_bytes(x, m->mac, sizeof(m->mac));
+}
+
+int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m)
+{
+	return pfs_x_bytes(x, m->mac, sizeof(m->mac));
+}
+
+int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	return pfs_x_node_type(x, &m->node_type, 0);
+}
+
+int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m)
+{
+	pfs_x_u64(x, &m->bytes_total);
+	pfs_x_u64(x, &m->bytes_free);
+	pfs_x_u64(x, &m->inodes_total);
+	pfs_x_u64(x, &m->inodes_free);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    (m->bytes_free > m->bytes_total ||
+	     m->inodes_free > m->inodes_total))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_register_node(struct pfs_xdr *x, struct pfs_register_node *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	pfs_x_node_type(x, &m->node_type, 0);
+	pfs_x_u16(x, &m->port);
+	pfs_x_str(x, m->alias, sizeof(m->alias));
+	return pfs_x_str(x, m->host, sizeof(m->host));
+}
+
+int pfs_x_register_node_reply(struct pfs_xdr *x,
+			      struct pfs_register_node_reply *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	return pfs_x_u64(x, &m->map_version);
+}
+
+int pfs_x_register_target(struct pfs_xdr *x, struct pfs_register_target *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_str(x, m->path, sizeof(m->path));
+}
+
+int pfs_x_register_target_reply(struct pfs_xdr *x,
+				struct pfs_register_target_reply *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_u32(x, &m->pool_id);
+}
+
+int pfs_x_heartbeat(struct pfs_xdr *x, struct pfs_heartbeat *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	return pfs_x_count(x, &m->count, PFS_MAX_LIST, PFS_TARGET_CAP_MIN_SIZE);
+}
+
+int pfs_x_target_capacity(struct pfs_xdr *x, struct pfs_target_capacity *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_capacity(x, &m->cap);
+}
+
+int pfs_x_map_version(struct pfs_xdr *x, struct pfs_map_version *m)
+{
+	return pfs_x_u64(x, &m->map_version);
+}
+
+int pfs_x_get_nodes(struct pfs_xdr *x, struct pfs_get_nodes *m)
+{
+	return pfs_x_node_type(x, &m->node_type, 1);
+}
+
+int pfs_x_node_info(struct pfs_xdr *x, struct pfs_node_info *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	pfs_x_node_type(x, &m->node_type, 0);
+	pfs_x_u16(x, &m->port);
+	pfs_x_enum8(x, &m->reachability, PFS_REACH_OFFLINE);
+	pfs_x_str(x, m->alias, sizeof(m->alias));
+	pfs_x_str(x, m->host, sizeof(m->host));
+	pfs_x_u64(x, &m->last_seen_ms);
+	return pfs_x_capacity(x, &m->cap);
+}
+
+int pfs_x_target_info(struct pfs_xdr *x, struct pfs_target_info *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	pfs_x_u32(x, &m->node_id);
+	pfs_x_u32(x, &m->pool_id);
+	pfs_x_enum8(x, &m->reachability, PFS_REACH_OFFLINE);
+	pfs_x_enum8(x, &m->consistency, PFS_CONS_BAD);
+	pfs_x_enum8(x, &m->space_class, PFS_CAP_EMERGENCY);
+	pfs_x_enum8(x, &m->inode_class, PFS_CAP_EMERGENCY);
+	pfs_x_str(x, m->path, sizeof(m->path));
+	pfs_x_u64(x, &m->last_seen_ms);
+	return pfs_x_capacity(x, &m->cap);
+}
+
+int pfs_x_pool_info(struct pfs_xdr *x, struct pfs_pool_info *m)
+{
+	pfs_x_u32(x, &m->pool_id);
+	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_create_pool(struct pfs_xdr *x, struct pfs_create_pool *m)
+{
+	pfs_x_u32(x, &m->pool_id);
+	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_assign_pool(struct pfs_xdr *x, struct pfs_assign_pool *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_u32(x, &m->pool_id);
+}
+
+int pfs_x_set_target_state(struct pfs_xdr *x, struct pfs_set_target_state *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_enum8(x, &m->consistency, PFS_CONS_BAD);
+}
+
+int pfs_x_map_changed(struct pfs_xdr *x, struct pfs_map_changed *m)
+{
+	pfs_x_u64(x, &m->map_version);
+	return pfs_x_u32(x, &m->changes);
+}
+
+int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m)
+{
+	pfs_x_u64(x, &m->ino);
+	pfs_x_u32(x, &m->owner_node);
+	return pfs_x_u32(x, &m->generation);
+}
+
+const char *pfs_status_name(__s32 status)
+{
+	switch (status) {
+	case PFS_OK:
+		return "ok";
+	case PFS_E_PROTO:
+		return "malformed message";
+	case PFS_E_AUTH:
+		return "authentication failed";
+	case PFS_E_VERSION:
+		return "protocol version not supported";
+	case PFS_E_UNKNOWN_MSG:
+		return "message type not served";
+	case PFS_E_UNKNOWN_NODE:
+		return "unknown node";
+	case PFS_E_UNKNOWN_TARGET:
+		return "unknown target";
+	case PFS_E_UNKNOWN_POOL:
+		return "unknown storage pool";
+	case PFS_E_INTERNAL:
+		return "internal server error";
+	}
+	return status > 0 && status < 1000 ? "system error" : "unknown status";
+}
+
+int pfs_status_to_errno(__s32 status)
+{
+	switch (status) {
+	case PFS_OK:
+		return 0;
+	case PFS_E_PROTO:
+		return -EPROTO;
+	case PFS_E_AUTH:
+		return -EACCES;
+	case PFS_E_VERSION:
+		return -EPROTONOSUPPORT;
+	case PFS_E_UNKNOWN_MSG:
+		return -EOPNOTSUPP;
+	case PFS_E_UNKNOWN_NODE:
+	case PFS_E_UNKNOWN_TARGET:
+	case PFS_E_UNKNOWN_POOL:
+		return -ENOENT;
+	}
+	if (status > 0 && status < 1000)
+		return -status;
+	return -EIO;
+}
+
+const char *pfs_msg_name(__u16 type)
+{
+	switch (type) {
+	case PFS_MSG_AUTH_CHALLENGE:
+		return "AUTH_CHALLENGE";
+	case PFS_MSG_AUTH_RESPONSE:
+		return "AUTH_RESPONSE";
+	case PFS_MSG_PING:
+		return "PING";
+	case PFS_MSG_REGISTER_NODE:
+		return "REGISTER_NODE";
+	case PFS_MSG_REGISTER_TARGET:
+		return "REGISTER_TARGET";
+	case PFS_MSG_HEARTBEAT:
+		return "HEARTBEAT";
+	case PFS_MSG_GET_NODES:
+		return "GET_NODES";
+	case PFS_MSG_GET_TARGETS:
+		return "GET_TARGETS";
+	case PFS_MSG_GET_POOLS:
+		return "GET_POOLS";
+	case PFS_MSG_CREATE_POOL:
+		return "CREATE_POOL";
+	case PFS_MSG_ASSIGN_POOL:
+		return "ASSIGN_POOL";
+	case PFS_MSG_SET_TARGET_STATE:
+		return "SET_TARGET_STATE";
+	case PFS_MSG_SUBSCRIBE:
+		return "SUBSCRIBE";
+	case PFS_MSG_MAP_CHANGED:
+		return "MAP_CHANGED";
+	}
+	return "?";
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * The PFS wire protocol: frame header, message type registry, status codes,
+ * identifiers and message bodies. Compiled unchanged by the kernel client
+ * and the C++ servers; this is the only definition of the protocol.
+ *
+ * A frame is a 48-byte little-endian header followed by payload_len bytes.
+ * A reply carries PFS_FLAG_REPLY, the request's type and request_id, and a
+ * payload that starts with a struct pfs_reply_status; the reply body
+ * follows only when the status is PFS_OK.
+ */
+#ifndef PFS_PROTO_H
+#define PFS_PROTO_H
+
+#include "pfs_xdr.h"
+
+#define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
+#define PFS_PROTO_VERSION	1
+#define PFS_HEADER_SIZE		48
+#define PFS_MAX_PAYLOAD		(16u << 20)
+
+#define PFS_DEFAULT_MGMTD_PORT	8008
+#define PFS_DEFAULT_META_PORT	8005
+#define PFS_DEFAULT_STORAGE_PORT 8003
+
+#define PFS_AUTH_NONCE_LEN	32
+#define PFS_AUTH_MAC_LEN	32	/* HMAC-SHA256 */
+
+#define PFS_ALIAS_MAX		64	/* all *_MAX include the NUL */
+#define PFS_HOST_MAX		256
+#define PFS_TARGET_PATH_MAX	256
+#define PFS_POOL_NAME_MAX	64
+#define PFS_STATUS_MSG_MAX	256
+#define PFS_MAX_LIST		65536	/* elements in one list reply */
+
+enum pfs_flags {
+	PFS_FLAG_REPLY = 1u << 0,
+	PFS_FLAG_NOTIFY = 1u << 1,	/* unsolicited push, request_id 0 */
+};
+#define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY)
+
+enum pfs_msg_type {
+	/* connection */
+	PFS_MSG_AUTH_CHALLENGE = 1,	/* server -> client, first frame */
+	PFS_MSG_AUTH_RESPONSE = 2,	/* client -> server; reply proves server */
+	PFS_MSG_PING = 3,
+	/* management */
+	PFS_MSG_REGISTER_NODE = 100,
+	PFS_MSG_REGISTER_TARGET = 101,
+	PFS_MSG_HEARTBEAT = 102,
+	PFS_MSG_GET_NODES = 103,
+	PFS_MSG_GET_TARGETS = 104,
+	PFS_MSG_GET_POOLS = 105,
+	PFS_MSG_CREATE_POOL = 106,
+	PFS_MSG_ASSIGN_POOL = 107,
+	PFS_MSG_SET_TARGET_STATE = 108,
+	PFS_MSG_SUBSCRIBE = 109,
+	PFS_MSG_MAP_CHANGED = 110,	/* notify */
+};
+
+/*
+ * Status codes on the wire: 0 is success, 1..999 are Linux errno numbers
+ * (asm-generic values), 1000 and above are PFS's own.
+ */
+enum pfs_status {
+	PFS_OK = 0,
+	PFS_E_PROTO = 1000,		/* malformed or unexpected message */
+	PFS_E_AUTH = 1001,		/* authentication failed */
+	PFS_E_VERSION = 1002,		/* protocol version not spoken */
+	PFS_E_UNKNOWN_MSG = 1003,	/* message type not served here */
+	PFS_E_UNKNOWN_NODE = 1004,
+	PFS_E_UNKNOWN_TARGET = 1005,
+	PFS_E_UNKNOWN_POOL = 1006,
+	PFS_E_INTERNAL = 1007,
+};
+
+const char *pfs_status_name(__s32 status);
+/* A wire status as a negative errno (0 for PFS_OK). */
+int pfs_status_to_errno(__s32 status);
+/* Message type name for logs, "?" when unknown. */
+const char *pfs_msg_name(__u16 type);
+
+struct pfs_header {
+	__u32 magic;
+	__u16 version;
+	__u16 type;
+	__u32 flags;
+	__u32 payload_len;
+	__u64 request_id;
+	__u32 uid;
+	__u32 gid;
+	__u64 client_id;	/* 0 when the sender is not a registered client */
+	__u64 client_seq;	/* per-client sequence of mutating requests */
+};
+
+/* Writes exactly PFS_HEADER_SIZE bytes. */
+void pfs_header_encode(const struct pfs_header *h, __u8 *out);
+/*
+ * Reads and validates a header from len bytes: -EBADMSG when short or the
+ * magic is wrong, -EPROTONOSUPPORT for another version, -EMSGSIZE when
+ * payload_len exceeds PFS_MAX_PAYLOAD, -EBADMSG for unknown flag bits.
+ */
+int pfs_header_decode(struct pfs_header *h, const __u8 *buf, __u32 len);
+
+/* ---- identifiers and enumerations ---- */
+
+typedef __u32 pfs_node_id;	/* 0 = unassigned */
+typedef __u32 pfs_target_id;	/* 0 = unassigned / the node itself */
+typedef __u32 pfs_pool_id;	/* 1 = the default pool */
+
+#define PFS_DEFAULT_POOL_ID 1
+
+enum pfs_node_type {
+	PFS_NODE_MGMT = 1,
+	PFS_NODE_META = 2,
+	PFS_NODE_STORAGE = 3,
+	PFS_NODE_CLIENT = 4,
+};
+
+enum pfs_reachability {
+	PFS_REACH_ONLINE = 0,
+	PFS_REACH_PROBABLY_OFFLINE = 1,
+	PFS_REACH_OFFLINE = 2,
+};
+
+enum pfs_consistency {
+	PFS_CONS_GOOD = 0,
+	PFS_CONS_NEEDS_RESYNC = 1,
+	PFS_CONS_BAD = 2,
+};
+
+enum pfs_cap_class {
+	PFS_CAP_NORMAL = 0,
+	PFS_CAP_LOW = 1,
+	PFS_CAP_EMERGENCY = 2,
+};
+
+/* Reasons carried by PFS_MSG_MAP_CHANGED, as a bit mask. */
+enum pfs_map_change {
+	PFS_CHANGE_NODES = 1u << 0,
+	PFS_CHANGE_TARGETS = 1u << 1,
+	PFS_CHANGE_POOLS = 1u << 2,
+	PFS_CHANGE_STATES = 1u << 3,
+	PFS_CHANGE_CAPACITY = 1u << 4,
+};
+
+/*
+ * A file system entry (file or directory): the metadata node that owns its
+ * inode and a number unique on that node; generation tells reuse apart.
+ */
+struct pfs_entry_id {
+	__u64 ino;
+	__u32 owner_node;
+	__u32 generation;
+};
+
+/* ---- message bodies ---- */
+
+struct pfs_reply_status {
+	__s32 status;
+	char message[PFS_STATUS_MSG_MAX];	/* only on the wire when != OK */
+};
+
+struct pfs_auth_challenge {
+	__u8 nonce[PFS_AUTH_NONCE_LEN];
+};
+
+struct pfs_auth_response {
+	__u8 nonce[PFS_AUTH_NONCE_LEN];		/* the client's own */
+	__u8 mac[PFS_AUTH_MAC_LEN];		/* proves the client */
+};
+
+struct pfs_auth_proof {
+	__u8 mac[PFS_AUTH_MAC_LEN];		/* proves the server */
+};
+
+struct pfs_ping_reply {
+	__u32 node_id;
+	__u16 node_type;
+};
+
+struct pfs_capacity {
+	__u64 bytes_total;
+	__u64 bytes_free;
+	__u64 inodes_total;
+	__u64 inodes_free;
+};
+
+struct pfs_register_node {
+	__u32 node_id;		/* the id the node had, or 0 */
+	__u16 node_type;
+	__u16 port;		/* where the node serves requests, 0 = none */
+	char alias[PFS_ALIAS_MAX];
+	char host[PFS_HOST_MAX];
+};
+
+struct pfs_register_node_reply {
+	__u32 node_id;
+	__u64 map_version;
+};
+
+struct pfs_register_target {
+	__u32 node_id;
+	__u32 target_id;	/* the id the target had, or 0 */
+	char path[PFS_TARGET_PATH_MAX];
+};
+
+struct pfs_register_target_reply {
+	__u32 target_id;
+	__u32 pool_id;
+};
+
+/* Followed by count x struct pfs_target_capacity. */
+struct pfs_heartbeat {
+	__u32 node_id;
+	__u32 count;
+};
+
+struct pfs_target_capacity {
+	__u32 target_id;	/* 0: the node's own store (metadata) */
+	struct pfs_capacity cap;
+};
+
+struct pfs_map_version {
+	__u64 map_version;
+};
+
+struct pfs_get_nodes {
+	__u16 node_type;	/* 0 = all */
+};
+
+/* List replies: a u32 count (pfs_x_count) then the elements. */
+struct pfs_node_info {
+	__u32 node_id;
+	__u16 node_type;
+	__u16 port;
+	__u8 reachability;
+	char alias[PFS_ALIAS_MAX];
+	char host[PFS_HOST_MAX];
+	__u64 last_seen_ms;	/* age of the last heartbeat */
+	struct pfs_capacity cap;
+};
+
+struct pfs_target_info {
+	__u32 target_id;
+	__u32 node_id;
+	__u32 pool_id;
+	__u8 reachability;
+	__u8 consistency;
+	__u8 space_class;	/* enum pfs_cap_class */
+	__u8 inode_class;
+	char path[PFS_TARGET_PATH_MAX];
+	__u64 last_seen_ms;
+	struct pfs_capacity cap;
+};
+
+struct pfs_pool_info {
+	__u32 pool_id;
+	char name[PFS_POOL_NAME_MAX];
+};
+
+struct pfs_create_pool {
+	__u32 pool_id;		/* 0 = assign */
+	char name[PFS_POOL_NAME_MAX];
+};
+
+struct pfs_assign_pool {
+	__u32 target_id;
+	__u32 pool_id;
+};
+
+struct pfs_set_target_state {
+	__u32 target_id;
+	__u8 consistency;
+};
+
+struct pfs_map_changed {
+	__u64 map_version;
+	__u32 changes;		/* enum pfs_map_change bits */
+};
+
+/*
+ * One function per body: encodes, decodes or sizes according to x->op.
+ * Decoding also validates enumerations and ranges.
+ */
+int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m);
+int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m);
+int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m);
+int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m);
+int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m);
+int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m);
+int pfs_x_register_node(struct pfs_xdr *x, struct pfs_register_node *m);
+int pfs_x_register_node_reply(struct pfs_xdr *x,
+			      struct pfs_register_node_reply *m);
+int pfs_x_register_target(struct pfs_xdr *x, struct pfs_register_target *m);
+int pfs_x_register_target_reply(struct pfs_xdr *x,
+				struct pfs_register_target_reply *m);
+int pfs_x_heartbeat(struct pfs_xdr *x, struct pfs_heartbeat *m);
+int pfs_x_target_capacity(struct pfs_xdr *x, struct pfs_target_capacity *m);
+int pfs_x_map_version(struct pfs_xdr *x, struct pfs_map_version *m);
+int pfs_x_get_nodes(struct pfs_xdr *x, struct pfs_get_nodes *m);
+int pfs_x_node_info(struct pfs_xdr *x, struct pfs_node_info *m);
+int pfs_x_target_info(struct pfs_xdr *x, struct pfs_target_info *m);
+int pfs_x_pool_info(struct pfs_xdr *x, struct pfs_pool_info *m);
+int pfs_x_create_pool(struct pfs_xdr *x, struct pfs_create_pool *m);
+int pfs_x_assign_pool(struct pfs_xdr *x, struct pfs_assign_pool *m);
+int pfs_x_set_target_state(struct pfs_xdr *x, struct pfs_set_target_state *m);
+int pfs_x_map_changed(struct pfs_xdr *x, struct pfs_map_changed *m);
+int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m);
+
+/* Smallest encodings, for pfs_x_count's min_elem_size. */
+#define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32)
+#define PFS_TARGET_INFO_MIN_SIZE (4 * 3 + 4 + 2 + 8 + 32)
+#define PFS_POOL_INFO_MIN_SIZE	(4 + 2)
+#define PFS_TARGET_CAP_MIN_SIZE	(4 + 32)
+
+#endif /* PFS_PROTO_H */

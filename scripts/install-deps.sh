@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every package PFS needs to build and test, from Debian's archive.
+# Idempotent: does nothing when all are present. --check only reports.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config python3
+  libboost-dev libboost-program-options-dev liburing-dev nlohmann-json3-dev
+  libssl-dev catch2
+  clang libclang-rt-14-dev          # libFuzzer
+  linux-headers-amd64 kmod          # the kernel module (kbuild)
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "missing packages: ${missing[*]}" >&2
+  exit 1
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
