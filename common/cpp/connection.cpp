@@ -1,0 +1,98 @@
+#include "connection.hpp"
+
+#include "log.hpp"
+
+namespace pfs {
+
+std::string describe(const tcp::endpoint& ep) {
+    auto addr = ep.address();
+    std::string host = addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string();
+    return host + ":" + std::to_string(ep.port());
+}
+
+Connection::Connection(tcp::socket socket) : socket_(std::move(socket)) {
+    boost::system::error_code ec;
+    auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? "?" : describe(ep);
+    socket_.set_option(tcp::no_delay(true), ec);
+}
+
+Connection::~Connection() { close(); }
+
+void Connection::close() {
+    if (!socket_.is_open()) return;
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+}
+
+awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
+    uint8_t raw[PFS_HEADER_SIZE];
+    boost::system::error_code ec;
+    co_await asio::async_read(socket_, asio::buffer(raw), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+        if (ec == asio::error::eof) co_return Error{-ECONNRESET, "connection closed by peer"};
+        co_return Error{-ECONNRESET, ec.message()};
+    }
+    Frame frame;
+    int rc = pfs_header_decode(&frame.header, raw, sizeof raw);
+    if (rc == 0 && frame.header.payload_len > max_payload) rc = -EMSGSIZE;
+    if (rc) {
+        std::string why = rc == -EMSGSIZE ? "payload length " + std::to_string(frame.header.payload_len) +
+                                                " over the limit of " + std::to_string(max_payload)
+                        : rc == -EPROTONOSUPPORT ? "unsupported protocol version"
+                                                 : "malformed frame header";
+        co_return Error{rc, why};
+    }
+    frame.payload.resize(frame.header.payload_len);
+    if (!frame.payload.empty()) {
+        co_await asio::async_read(socket_, asio::buffer(frame.payload),
+                                  asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return Error{-ECONNRESET, "truncated frame: " + ec.message()};
+    }
+    co_return frame;
+}
+
+void Connection::send(const Frame& frame) {
+    if (!socket_.is_open() || close_when_sent_) return;
+    queue_.push_back(serialize(frame));
+    if (writing_) return;
+    writing_ = true;
+    asio::co_spawn(socket_.get_executor(), [self = shared_from_this()] { return self->write_loop(); },
+                   asio::detached);
+}
+
+awaitable<void> Connection::write_loop() {
+    while (!queue_.empty() && socket_.is_open()) {
+        Bytes bytes = std::move(queue_.front());
+        queue_.pop_front();
+        boost::system::error_code ec;
+        co_await asio::async_write(socket_, asio::buffer(bytes), asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
+            close();
+        }
+    }
+    queue_.clear();
+    writing_ = false;
+    if (close_when_sent_) close();
+}
+
+void Connection::close_when_sent() {
+    close_when_sent_ = true;
+    if (!writing_) close();
+}
+
+Connection::Deadline::Deadline(std::shared_ptr<Connection> conn, std::chrono::milliseconds timeout)
+    : timer_(std::make_shared<asio::steady_timer>(conn->executor(), timeout)),
+      expired_(std::make_shared<bool>(false)) {
+    timer_->async_wait([weak = std::weak_ptr<Connection>(conn), expired = expired_](boost::system::error_code ec) {
+        if (ec) return;
+        *expired = true;
+        if (auto c = weak.lock()) c->close();
+    });
+}
+
+Connection::Deadline::~Deadline() { timer_->cancel(); }
+
+}  // namespace pfs

@@ -1,0 +1,63 @@
+// One TCP connection carrying PFS frames. Reads are driven by a single
+// coroutine; writes from any number of coroutines are queued and written in
+// order by one writer. All use is from the connection's executor (one
+// thread), so nothing here locks.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "asio.hpp"
+#include "wire.hpp"
+
+namespace pfs {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+    explicit Connection(tcp::socket socket);
+    ~Connection();
+
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+
+    // Reads one frame whose payload is at most max_payload bytes; a larger
+    // length prefix is refused before anything is allocated.
+    awaitable<Result<Frame>> read_frame(uint32_t max_payload = PFS_MAX_PAYLOAD);
+
+    // Queues a frame; a write error closes the connection.
+    void send(const Frame& frame);
+
+    void close();
+    // Closes once everything queued so far has been written (an error reply
+    // reaches the peer before the connection is dropped).
+    void close_when_sent();
+    bool is_open() const { return socket_.is_open(); }
+    const std::string& peer() const { return peer_; }
+    asio::any_io_executor executor() { return socket_.get_executor(); }
+
+    // Closes the connection if `what` has not finished (disarm()) in time.
+    class Deadline {
+    public:
+        Deadline(std::shared_ptr<Connection> conn, std::chrono::milliseconds timeout);
+        ~Deadline();
+        bool expired() const { return *expired_; }
+
+    private:
+        std::shared_ptr<asio::steady_timer> timer_;
+        std::shared_ptr<bool> expired_;
+    };
+
+private:
+    awaitable<void> write_loop();
+
+    tcp::socket socket_;
+    std::string peer_;
+    std::deque<Bytes> queue_;
+    bool writing_ = false;
+    bool close_when_sent_ = false;
+};
+
+std::string describe(const tcp::endpoint& ep);
+
+}  // namespace pfs

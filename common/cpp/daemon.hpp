@@ -1,0 +1,23 @@
+// What every PFS daemon does the same way at start-up.
+#pragma once
+
+#include "asio.hpp"
+#include "auth_crypto.hpp"
+#include "config.hpp"
+
+namespace pfs::daemon {
+
+inline constexpr const char* kDefaultAuthFile = "/etc/pfs/auth.secret";
+
+// --auth-file, for daemons and tools alike.
+void add_auth_option(Options& options);
+// Loads the secret named by --auth-file.
+Result<auth::Secret> load_secret(const Options& options);
+// Parses options; returns an exit code to leave with, or -1 to go on.
+int parse_or_exit(Options& options, int argc, char** argv);
+// Stops the loop on SIGINT/SIGTERM, logging the signal.
+void stop_on_signals(asio::io_context& io, asio::signal_set& signals);
+// mkdir -p with a clear error.
+Status ensure_directory(const std::string& path);
+
+}  // namespace pfs::daemon

@@ -1,0 +1,219 @@
+#include "rpc_client.hpp"
+
+#include <charconv>
+#include <optional>
+
+#include "handshake.hpp"
+#include "log.hpp"
+
+namespace pfs {
+
+using namespace std::chrono_literals;
+
+Result<Endpoint> parse_endpoint(std::string_view text, uint16_t default_port) {
+    Endpoint ep;
+    ep.port = default_port;
+    std::string_view host = text, port;
+    if (!text.empty() && text.front() == '[') {
+        auto close = text.find(']');
+        if (close == std::string_view::npos) return Error{-EINVAL, "bad address '" + std::string(text) + "'"};
+        host = text.substr(1, close - 1);
+        if (close + 1 < text.size()) {
+            if (text[close + 1] != ':') return Error{-EINVAL, "bad address '" + std::string(text) + "'"};
+            port = text.substr(close + 2);
+        }
+    } else if (auto colon = text.rfind(':'); colon != std::string_view::npos && text.find(':') == colon) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    if (host.empty()) return Error{-EINVAL, "missing host in '" + std::string(text) + "'"};
+    if (!port.empty()) {
+        unsigned value = 0;
+        auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+        if (ec != std::errc() || p != port.data() + port.size() || value == 0 || value > 65535)
+            return Error{-EINVAL, "bad port in '" + std::string(text) + "'"};
+        ep.port = static_cast<uint16_t>(value);
+    }
+    ep.host = host;
+    return ep;
+}
+
+struct RpcClient::Pending {
+    explicit Pending(asio::any_io_executor ex) : done(ex) {}
+    asio::steady_timer done;  // cancelled when the result is in
+    std::optional<Result<Frame>> result;
+};
+
+std::shared_ptr<RpcClient> RpcClient::create(asio::any_io_executor ex, Endpoint peer, auth::Secret secret,
+                                             ClientConfig config) {
+    return std::make_shared<RpcClient>(ex, std::move(peer), std::move(secret), config);
+}
+
+RpcClient::RpcClient(asio::any_io_executor ex, Endpoint peer, auth::Secret secret, ClientConfig config)
+    : ex_(ex),
+      peer_(std::move(peer)),
+      secret_(std::move(secret)),
+      config_(config),
+      connect_done_(ex),
+      backoff_(config.backoff_min) {}
+
+RpcClient::~RpcClient() { close(); }
+
+void RpcClient::close() {
+    if (conn_) conn_->close();
+    conn_.reset();
+    fail_all(Error{-ECONNABORTED, "client closed"});
+}
+
+void RpcClient::fail_all(const Error& e) {
+    auto pending = std::move(pending_);
+    pending_.clear();
+    for (auto& [id, p] : pending) {
+        p->result = e;
+        p->done.cancel();
+    }
+}
+
+awaitable<Result<std::shared_ptr<Connection>>> RpcClient::connect_once() {
+    boost::system::error_code ec;
+    tcp::resolver resolver(ex_);
+    auto results = co_await resolver.async_resolve(peer_.host, std::to_string(peer_.port),
+                                                   asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return Error{-EHOSTUNREACH, "cannot resolve " + peer_.host + ": " + ec.message()};
+
+    tcp::socket socket(ex_);
+    asio::steady_timer deadline(ex_, config_.connect_timeout);
+    bool expired = false;
+    deadline.async_wait([&](boost::system::error_code e) {
+        if (e) return;
+        expired = true;
+        boost::system::error_code ignored;
+        socket.close(ignored);
+    });
+    co_await asio::async_connect(socket, results, asio::redirect_error(asio::use_awaitable, ec));
+    deadline.cancel();
+    if (expired) co_return Error{-ETIMEDOUT, "cannot connect to " + peer_.str() + ": timed out"};
+    if (ec) co_return Error{-ec.value(), "cannot connect to " + peer_.str() + ": " + ec.message()};
+
+    auto conn = std::make_shared<Connection>(std::move(socket));
+    auto auth = co_await client_handshake(conn, secret_, config_.connect_timeout);
+    if (!auth) {
+        conn->close();
+        co_return Error{auth.error().code, peer_.str() + ": " + auth.error().message};
+    }
+    co_return conn;
+}
+
+awaitable<Status> RpcClient::ensure_connected() {
+    if (connected()) co_return ok_status();
+    if (connecting_) {
+        // Another call is connecting: share its outcome.
+        boost::system::error_code ec;
+        co_await connect_done_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (connected()) co_return ok_status();
+        co_return last_error_;
+    }
+    if (std::chrono::steady_clock::now() < next_attempt_) co_return last_error_;
+
+    connecting_ = true;
+    connect_done_.expires_at(std::chrono::steady_clock::time_point::max());
+    auto conn = co_await connect_once();
+    connecting_ = false;
+    if (!conn) {
+        last_error_ = conn.error();
+        next_attempt_ = std::chrono::steady_clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, config_.backoff_max);
+        connect_done_.cancel();
+        co_return last_error_;
+    }
+    backoff_ = config_.backoff_min;
+    conn_ = *conn;
+    ++connects_;
+    asio::co_spawn(ex_, read_loop(conn_), asio::detached);
+    if (on_connected_) on_connected_();
+    connect_done_.cancel();
+    co_return ok_status();
+}
+
+awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
+    auto self = shared_from_this();
+    Error lost{-ECONNRESET, "connection to " + peer_.str() + " lost"};
+    while (conn->is_open()) {
+        auto frame = co_await conn->read_frame();
+        if (!frame) {
+            lost.message += ": " + frame.error().message;
+            break;
+        }
+        if (frame->header.flags & PFS_FLAG_NOTIFY) {
+            if (on_notify_) on_notify_(*frame);
+            continue;
+        }
+        if (!(frame->header.flags & PFS_FLAG_REPLY)) {
+            log::warn("dropping connection: request from a server", {{"peer", peer_.str()}});
+            break;
+        }
+        auto it = pending_.find(frame->header.request_id);
+        if (it == pending_.end()) continue;  // its caller timed out already
+        it->second->result = std::move(*frame);
+        it->second->done.cancel();
+        pending_.erase(it);
+    }
+    conn->close();
+    if (conn_ == conn) {
+        conn_.reset();
+        fail_all(lost);
+    }
+}
+
+awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
+    auto self = shared_from_this();
+    auto st = co_await ensure_connected();
+    if (!st) co_return st.error();
+    if (timeout == 0ms) timeout = config_.request_timeout;
+
+    uint64_t id = next_request_id_++;
+    auto pending = std::make_shared<Pending>(ex_);
+    pending->done.expires_after(timeout);
+    pending_[id] = pending;
+    conn_->send(Frame{make_header(type, 0, id), std::move(payload)});
+
+    boost::system::error_code ec;
+    co_await pending->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!pending->result) {
+        pending_.erase(id);
+        co_return Error{-ETIMEDOUT, std::string(pfs_msg_name(type)) + " to " + peer_.str() + " timed out after " +
+                                        std::to_string(timeout.count()) + " ms"};
+    }
+    if (!*pending->result) co_return pending->result->error();
+    const Frame& frame = pending->result->value();
+    if (frame.header.type != type) co_return Error{PFS_E_PROTO, "reply of the wrong type from " + peer_.str()};
+    co_return decode_reply(frame.payload);
+}
+
+awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes> payload,
+                                 std::chrono::milliseconds timeout) {
+    if (!payload) co_return payload.error();
+    auto reply = co_await client.call(type, std::move(*payload), timeout);
+    if (!reply) co_return reply.error();
+    if (reply->status != PFS_OK) co_return reply_error(*reply);
+    co_return std::move(reply->body);
+}
+
+ClientPool::ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
+                       ClientConfig config) {
+    for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i)
+        clients_.push_back(RpcClient::create(ex, peer, secret, config));
+}
+
+RpcClient& ClientPool::pick() {
+    RpcClient* best = clients_.front().get();
+    for (auto& c : clients_)
+        if (c->in_flight() < best->in_flight()) best = c.get();
+    return *best;
+}
+
+awaitable<Result<Reply>> ClientPool::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
+    co_return co_await pick().call(type, std::move(payload), timeout);
+}
+
+}  // namespace pfs

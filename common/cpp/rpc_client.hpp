@@ -1,0 +1,100 @@
+// Client side of a PFS connection: many requests in flight at once, each
+// matched to its reply by request id, each with its own timeout. The
+// connection is (re)established lazily on the next call, with exponential
+// backoff after failures so callers fail fast while a peer is down.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "auth_crypto.hpp"
+#include "connection.hpp"
+
+namespace pfs {
+
+struct Endpoint {
+    std::string host;
+    uint16_t port = 0;
+
+    std::string str() const { return host + ":" + std::to_string(port); }
+    auto operator<=>(const Endpoint&) const = default;
+};
+
+// "host", "host:port" or "[v6]:port".
+Result<Endpoint> parse_endpoint(std::string_view text, uint16_t default_port);
+
+struct ClientConfig {
+    std::chrono::milliseconds connect_timeout{3000};
+    std::chrono::milliseconds request_timeout{10000};
+    std::chrono::milliseconds backoff_min{100};
+    std::chrono::milliseconds backoff_max{5000};
+};
+
+class RpcClient : public std::enable_shared_from_this<RpcClient> {
+public:
+    static std::shared_ptr<RpcClient> create(asio::any_io_executor ex, Endpoint peer, auth::Secret secret,
+                                             ClientConfig config = {});
+    ~RpcClient();
+
+    // Sends a request and waits for its reply (or the timeout: 0 = default).
+    awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
+
+    // Unsolicited frames (PFS_FLAG_NOTIFY) from the peer.
+    void on_notify(std::function<void(const Frame&)> fn) { on_notify_ = std::move(fn); }
+    // After each successful connect, before any waiting call proceeds.
+    void on_connected(std::function<void()> fn) { on_connected_ = std::move(fn); }
+
+    uint64_t connects() const { return connects_; }
+    size_t in_flight() const { return pending_.size(); }
+    bool connected() const { return conn_ && conn_->is_open(); }
+    const Endpoint& peer() const { return peer_; }
+    void close();
+
+    RpcClient(asio::any_io_executor ex, Endpoint peer, auth::Secret secret, ClientConfig config);
+
+private:
+    struct Pending;
+
+    awaitable<Status> ensure_connected();
+    awaitable<Result<std::shared_ptr<Connection>>> connect_once();
+    awaitable<void> read_loop(std::shared_ptr<Connection> conn);
+    void fail_all(const Error& e);
+
+    asio::any_io_executor ex_;
+    Endpoint peer_;
+    auth::Secret secret_;
+    ClientConfig config_;
+    std::shared_ptr<Connection> conn_;
+    std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
+    uint64_t next_request_id_ = 1;
+    uint64_t connects_ = 0;
+    bool connecting_ = false;
+    asio::steady_timer connect_done_;
+    std::chrono::steady_clock::time_point next_attempt_{};
+    std::chrono::milliseconds backoff_;
+    Error last_error_;
+    std::function<void(const Frame&)> on_notify_;
+    std::function<void()> on_connected_;
+};
+
+// Calls and turns a failed reply status into an Error, so callers see one
+// kind of failure.
+awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes> payload,
+                                 std::chrono::milliseconds timeout = {});
+
+// Several connections to one peer; each call goes to the least busy.
+class ClientPool {
+public:
+    ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
+               ClientConfig config = {});
+    RpcClient& pick();
+    awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
+
+private:
+    std::vector<std::shared_ptr<RpcClient>> clients_;
+};
+
+}  // namespace pfs

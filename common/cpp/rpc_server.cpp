@@ -1,0 +1,136 @@
+#include "rpc_server.hpp"
+
+#include "handshake.hpp"
+#include "log.hpp"
+
+namespace pfs {
+
+// Bounds the requests one connection runs at once: the reader waits on
+// `slot` (a timer used as a signal) while the limit is reached.
+struct RpcServer::ConnState {
+    explicit ConnState(asio::any_io_executor ex) : slot(ex) {}
+    size_t in_flight = 0;
+    asio::steady_timer slot;
+};
+
+RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret secret)
+    : io_(io), config_(std::move(config)), secret_(std::move(secret)), acceptor_(io) {
+    handle(PFS_MSG_PING, [this](Request&) -> awaitable<Reply> {
+        pfs_ping_reply pong{node_id_, node_type_};
+        co_return Reply::ok(*encode(pfs_x_ping_reply, pong));
+    });
+}
+
+RpcServer::~RpcServer() { stop(); }
+
+void RpcServer::handle(uint16_t type, Handler handler) { handlers_[type] = std::move(handler); }
+
+void RpcServer::set_identity(uint32_t node_id, uint16_t node_type) {
+    node_id_ = node_id;
+    node_type_ = node_type;
+}
+
+Result<uint16_t> RpcServer::start() {
+    boost::system::error_code ec;
+    auto addr = asio::ip::make_address(config_.host, ec);
+    if (ec) return Error{-EINVAL, "invalid listen address '" + config_.host + "'"};
+    tcp::endpoint ep(addr, config_.port);
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return Error{-ec.value(), "cannot listen on " + describe(ep) + ": " + ec.message()};
+    uint16_t port = acceptor_.local_endpoint().port();
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    return port;
+}
+
+void RpcServer::stop() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+}
+
+awaitable<void> RpcServer::accept_loop() {
+    while (acceptor_.is_open()) {
+        boost::system::error_code ec;
+        tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            if (ec == asio::error::operation_aborted) break;
+            log::warn("accept failed", {{"error", ec.message()}});
+            continue;
+        }
+        auto conn = std::make_shared<Connection>(std::move(socket));
+        if (*connections_ >= config_.max_connections) {
+            log::warn("too many connections, refusing", {{"peer", conn->peer()}});
+            conn->close();
+            continue;
+        }
+        asio::co_spawn(io_, serve(conn), asio::detached);
+    }
+}
+
+awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
+    auto counter = connections_;
+    ++*counter;
+    struct Release {
+        std::shared_ptr<size_t> c;
+        ~Release() { --*c; }
+    } release{counter};
+
+    auto auth = co_await server_handshake(conn, secret_, config_.handshake_timeout);
+    if (!auth) {
+        log::warn("refusing connection", {{"peer", conn->peer()}, {"reason", auth.error().message}});
+        conn->close_when_sent();
+        co_return;
+    }
+    log::debug("connection authenticated", {{"peer", conn->peer()}});
+
+    auto state = std::make_shared<ConnState>(conn->executor());
+    while (conn->is_open()) {
+        while (state->in_flight >= config_.max_in_flight) {
+            boost::system::error_code ec;
+            state->slot.expires_after(std::chrono::hours(1));
+            co_await state->slot.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+        auto frame = co_await conn->read_frame(config_.max_payload);
+        if (!frame) {
+            if (frame.error().code != -ECONNRESET)
+                log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", frame.error().message}});
+            break;
+        }
+        if (frame->header.flags != 0) {
+            log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
+            break;
+        }
+        ++state->in_flight;
+        asio::co_spawn(conn->executor(), dispatch(conn, std::move(*frame), state), asio::detached);
+    }
+    conn->close_when_sent();
+}
+
+awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame frame,
+                                    std::shared_ptr<ConnState> state) {
+    Reply reply;
+    auto it = handlers_.find(frame.header.type);
+    if (it == handlers_.end()) {
+        reply = Reply::fail(PFS_E_UNKNOWN_MSG, "message type " + std::to_string(frame.header.type) + " not served here");
+    } else {
+        try {
+            Request req{frame, conn};
+            reply = co_await it->second(req);
+        } catch (const std::exception& e) {
+            log::error("request handler failed", {{"type", pfs_msg_name(frame.header.type)}, {"error", e.what()}});
+            reply = Reply::fail(PFS_E_INTERNAL, "internal server error");
+        }
+    }
+    Frame out{make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), encode_reply(reply)};
+    conn->send(out);
+    if (reply.status == PFS_E_PROTO) {
+        log::warn("dropping connection", {{"peer", conn->peer()},
+                                          {"reason", std::string("malformed ") + pfs_msg_name(frame.header.type)}});
+        conn->close_when_sent();
+    }
+    if (state->in_flight-- == config_.max_in_flight) state->slot.cancel();
+}
+
+}  // namespace pfs

@@ -1,0 +1,73 @@
+#include "wire.hpp"
+
+#include <cstring>
+
+namespace pfs {
+
+pfs_header make_header(uint16_t type, uint32_t flags, uint64_t request_id) {
+    pfs_header h{};
+    h.magic = PFS_PROTO_MAGIC;
+    h.version = PFS_PROTO_VERSION;
+    h.type = type;
+    h.flags = flags;
+    h.request_id = request_id;
+    return h;
+}
+
+Bytes serialize(const Frame& frame) {
+    Bytes out(PFS_HEADER_SIZE + frame.payload.size());
+    pfs_header h = frame.header;
+    h.payload_len = static_cast<uint32_t>(frame.payload.size());
+    pfs_header_encode(&h, out.data());
+    std::memcpy(out.data() + PFS_HEADER_SIZE, frame.payload.data(), frame.payload.size());
+    return out;
+}
+
+Reply Reply::from(const Error& e) {
+    // Errors below zero are local errnos; on the wire they travel as errno numbers.
+    int32_t status = e.code < 0 ? -e.code : e.code;
+    if (status == 0) status = PFS_E_INTERNAL;
+    return fail(status, e.message);
+}
+
+Bytes encode_reply(const Reply& reply) {
+    pfs_reply_status st{};
+    st.status = reply.status;
+    std::string_view msg = reply.message;
+    if (msg.size() >= sizeof st.message) msg = msg.substr(0, sizeof st.message - 1);
+    set_field(st.message, msg.substr(0, msg.find('\0')));
+    auto head = encode(pfs_x_reply_status, st);
+    Bytes out = head ? std::move(*head) : Bytes{};
+    if (reply.status == PFS_OK) out.insert(out.end(), reply.body.begin(), reply.body.end());
+    return out;
+}
+
+Result<Reply> decode_reply(std::span<const uint8_t> payload) {
+    pfs_reply_status st{};
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
+    if (pfs_x_reply_status(&x, &st)) return Error{PFS_E_PROTO, "malformed reply status"};
+    Reply r;
+    r.status = st.status;
+    r.message = st.message;
+    if (st.status == PFS_OK) {
+        r.body.assign(payload.begin() + x.pos, payload.end());
+    } else if (x.pos != payload.size()) {
+        return Error{PFS_E_PROTO, "trailing bytes after an error reply"};
+    }
+    return r;
+}
+
+Error reply_error(const Reply& reply) {
+    std::string text = pfs_status_name(reply.status);
+    if (reply.status > 0 && reply.status < 1000) text = errno_text(-reply.status);
+    if (!reply.message.empty()) text += ": " + reply.message;
+    return Error{reply.status, text};
+}
+
+std::string errno_text(int negative_errno) {
+    char buf[128];
+    return strerror_r(-negative_errno, buf, sizeof buf);
+}
+
+}  // namespace pfs

@@ -1,0 +1,109 @@
+// C++ side of the wire protocol: frames, and payloads encoded and decoded
+// through the shared C codec (common/proto). No Asio here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+extern "C" {
+#include "pfs_proto.h"
+}
+
+namespace pfs {
+
+using Bytes = std::vector<uint8_t>;
+
+struct Frame {
+    pfs_header header{};
+    Bytes payload;
+};
+
+// A header for a new request or notification of `type`.
+pfs_header make_header(uint16_t type, uint32_t flags = 0, uint64_t request_id = 0);
+
+// Header bytes followed by the payload; header.payload_len is set here.
+Bytes serialize(const Frame& frame);
+
+// Runs `body(pfs_xdr*)` once to size the payload and once to encode it, so
+// one description serves both passes.
+template <class Body>
+Result<Bytes> encode_payload(Body&& body) {
+    pfs_xdr x;
+    pfs_xdr_init_size(&x);
+    body(&x);
+    if (x.err) return Error{x.err, "cannot encode message"};
+    Bytes out(x.pos);
+    pfs_xdr_init_encode(&x, out.data(), static_cast<uint32_t>(out.size()));
+    body(&x);
+    if (x.err || x.pos != out.size()) return Error{x.err ? x.err : -EINVAL, "cannot encode message"};
+    return out;
+}
+
+// Encodes one message struct with its pfs_x_* function.
+template <class M>
+Result<Bytes> encode(int (*xfer)(pfs_xdr*, M*), M msg) {
+    return encode_payload([&](pfs_xdr* x) { xfer(x, &msg); });
+}
+
+// Decodes a whole payload with `body(pfs_xdr*)`; trailing bytes are an error.
+template <class Body>
+Status decode_payload(std::span<const uint8_t> payload, Body&& body) {
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
+    body(&x);
+    if (pfs_xdr_finish(&x)) return Error{PFS_E_PROTO, "malformed message body"};
+    return ok_status();
+}
+
+template <class M>
+Result<M> decode(std::span<const uint8_t> payload, int (*xfer)(pfs_xdr*, M*)) {
+    M msg{};
+    auto st = decode_payload(payload, [&](pfs_xdr* x) { xfer(x, &msg); });
+    if (!st) return st.error();
+    return msg;
+}
+
+// A list: a bounded count, then each element.
+template <class M>
+void xfer_list(pfs_xdr* x, std::vector<M>& items, int (*xfer)(pfs_xdr*, M*), uint32_t min_size,
+               uint32_t max = PFS_MAX_LIST) {
+    auto n = static_cast<uint32_t>(items.size());
+    if (pfs_x_count(x, &n, max, min_size)) return;
+    if (pfs_xdr_decoding(x)) items.assign(n, M{});
+    for (auto& item : items)
+        if (xfer(x, &item)) return;
+}
+
+// A reply: status, then the body when the status is PFS_OK.
+struct Reply {
+    int32_t status = PFS_OK;
+    std::string message;
+    Bytes body;
+
+    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body)}; }
+    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}}; }
+    static Reply from(const Error& e);
+};
+
+Bytes encode_reply(const Reply& reply);
+// Splits a reply payload into status and body.
+Result<Reply> decode_reply(std::span<const uint8_t> payload);
+// An Error carrying a failed reply's status, or the status itself.
+Error reply_error(const Reply& reply);
+
+// Copies into a fixed char[] field, refusing what does not fit.
+template <size_t N>
+bool set_field(char (&dest)[N], std::string_view value) {
+    if (value.size() >= N || value.find('\0') != std::string_view::npos) return false;
+    value.copy(dest, value.size());
+    dest[value.size()] = '\0';
+    return true;
+}
+
+std::string errno_text(int negative_errno);
+
+}  // namespace pfs

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * The messages fuzz_messages.c feeds, shared with gen_seeds.c so that the
+ * seed corpus uses the same selector bytes. Append new messages at the end:
+ * the index is the first byte of every corpus file.
+ */
+#ifndef PFS_FUZZ_MESSAGES_H
+#define PFS_FUZZ_MESSAGES_H
+
+#include <stddef.h>
+
+#include "pfs_proto.h"
+
+typedef int (*fuzz_x_fn)(struct pfs_xdr *x, void *m);
+
+struct fuzz_msg_desc {
+	const char *name;
+	size_t body_size;		/* 0: no body before the list */
+	fuzz_x_fn body;
+	size_t elem_size;		/* 0: not a list */
+	fuzz_x_fn elem;
+	__u32 elem_min;			/* pfs_x_count's min_elem_size */
+	__u32 (*body_count)(const void *body);	/* count kept in the body */
+};
+
+#define FUZZ_WRAP(name)							\
+	static inline int fuzz_x_##name(struct pfs_xdr *x, void *m)	\
+	{								\
+		return pfs_x_##name(x, (struct pfs_##name *)m);		\
+	}
+
+FUZZ_WRAP(reply_status)
+FUZZ_WRAP(auth_challenge)
+FUZZ_WRAP(auth_response)
+FUZZ_WRAP(auth_proof)
+FUZZ_WRAP(ping_reply)
+FUZZ_WRAP(capacity)
+FUZZ_WRAP(register_node)
+FUZZ_WRAP(register_node_reply)
+FUZZ_WRAP(register_target)
+FUZZ_WRAP(register_target_reply)
+FUZZ_WRAP(heartbeat)
+FUZZ_WRAP(target_capacity)
+FUZZ_WRAP(map_version)
+FUZZ_WRAP(get_nodes)
+FUZZ_WRAP(node_info)
+FUZZ_WRAP(target_info)
+FUZZ_WRAP(pool_info)
+FUZZ_WRAP(create_pool)
+FUZZ_WRAP(assign_pool)
+FUZZ_WRAP(set_target_state)
+FUZZ_WRAP(map_changed)
+FUZZ_WRAP(entry_id)
+
+static inline __u32 fuzz_heartbeat_count(const void *body)
+{
+	return ((const struct pfs_heartbeat *)body)->count;
+}
+
+#define FUZZ_BODY(name) \
+	{ #name, sizeof(struct pfs_##name), fuzz_x_##name, 0, NULL, 0, NULL }
+#define FUZZ_LIST(name, elem, min) \
+	{ name, 0, NULL, sizeof(struct pfs_##elem), fuzz_x_##elem, min, NULL }
+
+static const struct fuzz_msg_desc fuzz_msgs[] = {
+	FUZZ_BODY(reply_status),
+	FUZZ_BODY(auth_challenge),
+	FUZZ_BODY(auth_response),
+	FUZZ_BODY(auth_proof),
+	FUZZ_BODY(ping_reply),
+	FUZZ_BODY(capacity),
+	FUZZ_BODY(register_node),
+	FUZZ_BODY(register_node_reply),
+	FUZZ_BODY(register_target),
+	FUZZ_BODY(register_target_reply),
+	/* HEARTBEAT: body with the count, then the capacities */
+	{ "heartbeat", sizeof(struct pfs_heartbeat), fuzz_x_heartbeat,
+	  sizeof(struct pfs_target_capacity), fuzz_x_target_capacity,
+	  PFS_TARGET_CAP_MIN_SIZE, fuzz_heartbeat_count },
+	FUZZ_BODY(target_capacity),
+	FUZZ_BODY(map_version),
+	FUZZ_BODY(get_nodes),
+	FUZZ_BODY(node_info),
+	FUZZ_BODY(target_info),
+	FUZZ_BODY(pool_info),
+	FUZZ_BODY(create_pool),
+	FUZZ_BODY(assign_pool),
+	FUZZ_BODY(set_target_state),
+	FUZZ_BODY(map_changed),
+	FUZZ_BODY(entry_id),
+	/* list replies */
+	FUZZ_LIST("get_nodes_reply", node_info, PFS_NODE_INFO_MIN_SIZE),
+	FUZZ_LIST("get_targets_reply", target_info, PFS_TARGET_INFO_MIN_SIZE),
+	FUZZ_LIST("get_pools_reply", pool_info, PFS_POOL_INFO_MIN_SIZE),
+};
+
+#define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))
+
+#endif /* PFS_FUZZ_MESSAGES_H */

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Writes the seed corpus of the fuzz targets: valid encodings of a frame
+ * header and of every message in fuzz_messages.h. Not part of the build;
+ * rerun by hand after adding a message:
+ *
+ *   cc -I../../common/proto gen_seeds.c ../../common/proto/pfs_xdr.c \
+ *      ../../common/proto/pfs_msg.c -o /tmp/gen_seeds && /tmp/gen_seeds corpus
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pfs_proto.h"
+#include "fuzz_messages.h"
+
+static const char *outdir;
+
+static void write_file(const char *sub, const char *name, const void *p,
+		       size_t n)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, sub);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", outdir, sub, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+		perror(path);
+		exit(1);
+	}
+}
+
+static int find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < FUZZ_NUM_MSGS; i++)
+		if (!strcmp(fuzz_msgs[i].name, name))
+			return (int)i;
+	fprintf(stderr, "no message %s\n", name);
+	exit(1);
+}
+
+static int enc(const struct fuzz_msg_desc *d, struct pfs_xdr *x, void *body,
+	       __u32 count, void *elems)
+{
+	__u32 i;
+
+	if (d->body && d->body(x, body))
+		return x->err;
+	if (!d->elem)
+		return x->err;
+	if (!d->body_count &&
+	    pfs_x_count(x, &count, PFS_MAX_LIST, d->elem_min))
+		return x->err;
+	for (i = 0; i < count; i++)
+		d->elem(x, (char *)elems + (size_t)i * d->elem_size);
+	return x->err;
+}
+
+/* One seed: the selector byte, then the encoding. */
+static void seed(const char *name, const char *tag, void *body, __u32 count,
+		 void *elems)
+{
+	int idx = find(name);
+	const struct fuzz_msg_desc *d = &fuzz_msgs[idx];
+	struct pfs_xdr x;
+	char file[128];
+	__u8 *buf;
+	__u32 len;
+
+	pfs_xdr_init_size(&x);
+	if (enc(d, &x, body, count, elems)) {
+		fprintf(stderr, "%s: size pass failed: %d\n", name, x.err);
+		exit(1);
+	}
+	len = x.pos;
+	buf = malloc(len + 1);
+	buf[0] = (__u8)idx;
+	pfs_xdr_init_encode(&x, buf + 1, len);
+	if (enc(d, &x, body, count, elems) || x.pos != len) {
+		fprintf(stderr, "%s: encoding failed: %d\n", name, x.err);
+		exit(1);
+	}
+	snprintf(file, sizeof(file), "%s-%s", name, tag);
+	write_file("messages", file, buf, len + 1);
+	free(buf);
+}
+
+#define SEED(name, tag, body) seed(#name, tag, body, 0, NULL)
+
+int main(int argc, char **argv)
+{
+	struct pfs_header h = {
+		.magic = PFS_PROTO_MAGIC, .version = PFS_PROTO_VERSION,
+		.type = PFS_MSG_REGISTER_NODE, .payload_len = 330,
+		.request_id = 42, .uid = 1000, .gid = 1000,
+		.client_id = 7, .client_seq = 3,
+	};
+	struct pfs_capacity cap = { 1u << 30, 1u << 29, 1000, 10 };
+	__u8 hb[PFS_HEADER_SIZE];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+		return 2;
+	}
+	outdir = argv[1];
+	mkdir(outdir, 0755);
+
+	pfs_header_encode(&h, hb);
+	write_file("header", "request", hb, sizeof(hb));
+	h.flags = PFS_FLAG_REPLY;
+	h.payload_len = 12;
+	pfs_header_encode(&h, hb);
+	write_file("header", "reply", hb, sizeof(hb));
+	h.flags = PFS_FLAG_NOTIFY;
+	h.type = PFS_MSG_MAP_CHANGED;
+	h.request_id = 0;
+	h.payload_len = PFS_MAX_PAYLOAD;
+	pfs_header_encode(&h, hb);
+	write_file("header", "notify-max", hb, sizeof(hb));
+
+	{
+		struct pfs_reply_status ok = { PFS_OK, "" };
+		struct pfs_reply_status err = { PFS_E_UNKNOWN_NODE, "no node 9" };
+
+		SEED(reply_status, "ok", &ok);
+		SEED(reply_status, "error", &err);
+	}
+	{
+		struct pfs_auth_challenge c;
+		struct pfs_auth_response r;
+		struct pfs_auth_proof p;
+
+		memset(&c, 0xa5, sizeof(c));
+		memset(&r, 0x5a, sizeof(r));
+		memset(&p, 0x3c, sizeof(p));
+		SEED(auth_challenge, "1", &c);
+		SEED(auth_response, "1", &r);
+		SEED(auth_proof, "1", &p);
+	}
+	{
+		struct pfs_ping_reply p = { 3, PFS_NODE_STORAGE };
+		struct pfs_register_node n = { 0, PFS_NODE_META, 8005,
+					       "meta01", "10.0.0.1" };
+		struct pfs_register_node_reply nr = { 5, 17 };
+		struct pfs_register_target t = { 5, 0, "/data/pfs/t1" };
+		struct pfs_register_target_reply tr = { 101, 1 };
+		struct pfs_target_capacity tc = { 101, { 0 } };
+		struct pfs_map_version mv = { 99 };
+		struct pfs_get_nodes gn_all = { 0 };
+		struct pfs_get_nodes gn = { PFS_NODE_STORAGE };
+		struct pfs_create_pool cp = { 0, "fast" };
+		struct pfs_assign_pool ap = { 101, 2 };
+		struct pfs_set_target_state ts = { 101, PFS_CONS_NEEDS_RESYNC };
+		struct pfs_map_changed mc = { 100, PFS_CHANGE_NODES |
+						   PFS_CHANGE_STATES };
+		struct pfs_entry_id e = { 0x123456789aULL, 2, 1 };
+
+		tc.cap = cap;
+		SEED(ping_reply, "1", &p);
+		SEED(capacity, "1", &cap);
+		SEED(register_node, "1", &n);
+		SEED(register_node_reply, "1", &nr);
+		SEED(register_target, "1", &t);
+		SEED(register_target_reply, "1", &tr);
+		SEED(target_capacity, "1", &tc);
+		SEED(map_version, "1", &mv);
+		SEED(get_nodes, "all", &gn_all);
+		SEED(get_nodes, "storage", &gn);
+		SEED(create_pool, "1", &cp);
+		SEED(assign_pool, "1", &ap);
+		SEED(set_target_state, "1", &ts);
+		SEED(map_changed, "1", &mc);
+		SEED(entry_id, "1", &e);
+	}
+	{
+		struct pfs_node_info ni[2] = {
+			{ 1, PFS_NODE_MGMT, 8008, PFS_REACH_ONLINE, "mgmt",
+			  "mgmt.example.org", 120, { 0 } },
+			{ 3, PFS_NODE_STORAGE, 8003, PFS_REACH_PROBABLY_OFFLINE,
+			  "stor01", "10.0.0.3", 25000, { 0 } },
+		};
+		struct pfs_target_info ti[2] = {
+			{ 101, 3, 1, PFS_REACH_ONLINE, PFS_CONS_GOOD,
+			  PFS_CAP_NORMAL, PFS_CAP_LOW, "/data/t1", 100, { 0 } },
+			{ 102, 3, 2, PFS_REACH_OFFLINE, PFS_CONS_BAD,
+			  PFS_CAP_EMERGENCY, PFS_CAP_NORMAL, "/data/t2", 9000,
+			  { 0 } },
+		};
+		struct pfs_pool_info pi[2] = { { 1, "default" }, { 2, "fast" } };
+		struct pfs_target_capacity tcs[2] = { { 0, { 0 } },
+						      { 101, { 0 } } };
+		struct pfs_heartbeat hbm = { 3, 2 };
+		struct pfs_heartbeat hb0 = { 4, 0 };
+
+		ni[0].cap = cap;
+		ti[1].cap = cap;
+		tcs[0].cap = cap;
+		SEED(node_info, "1", &ni[1]);
+		SEED(target_info, "1", &ti[0]);
+		SEED(pool_info, "1", &pi[0]);
+		seed("heartbeat", "2", &hbm, 2, tcs);
+		seed("heartbeat", "0", &hb0, 0, tcs);
+		seed("get_nodes_reply", "2", NULL, 2, ni);
+		seed("get_nodes_reply", "0", NULL, 0, ni);
+		seed("get_targets_reply", "2", NULL, 2, ti);
+		seed("get_pools_reply", "2", NULL, 2, pi);
+	}
+	return 0;
+}
