@@ -14,6 +14,7 @@ Connection::Connection(tcp::socket socket) : socket_(std::move(socket)) {
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : describe(ep);
+    peer_address_ = ec ? "" : ep.address().to_string();
     socket_.set_option(tcp::no_delay(true), ec);
 }
 

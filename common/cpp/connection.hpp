@@ -34,6 +34,8 @@ public:
     void close_when_sent();
     bool is_open() const { return socket_.is_open(); }
     const std::string& peer() const { return peer_; }
+    // The peer's IP address alone.
+    const std::string& peer_address() const { return peer_address_; }
     asio::any_io_executor executor() { return socket_.get_executor(); }
 
     // Closes the connection if `what` has not finished (disarm()) in time.
@@ -53,6 +55,7 @@ private:
 
     tcp::socket socket_;
     std::string peer_;
+    std::string peer_address_;
     std::deque<Bytes> queue_;
     bool writing_ = false;
     bool close_when_sent_ = false;

@@ -72,6 +72,8 @@ awaitable<void> Service::evaluate_loop() {
 Reply Service::on_register_node(Request& req) {
     auto msg = decode(req.frame.payload, pfs_x_register_node);
     if (!msg) return malformed("REGISTER_NODE");
+    // A node that does not name its address is reached where it came from.
+    if (msg->host[0] == '\0') set_field(msg->host, req.conn->peer_address());
     auto r = registry_.register_node(*msg, Clock::now());
     return r ? reply_with(pfs_x_register_node_reply, *r) : Reply::from(r.error());
 }

@@ -1,0 +1,109 @@
+#include "server_main.hpp"
+
+#include <unistd.h>
+
+#include <boost/algorithm/string/split.hpp>
+
+#include "daemon.hpp"
+#include "log.hpp"
+
+namespace pfs {
+namespace {
+
+std::string host_name() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
+    return buf;
+}
+
+std::vector<std::filesystem::path> split_targets(const std::vector<std::string>& values) {
+    std::vector<std::filesystem::path> out;
+    for (const auto& v : values) {
+        std::vector<std::string> parts;
+        boost::split(parts, v, [](char c) { return c == ','; });
+        for (auto& p : parts)
+            if (!p.empty()) out.push_back(std::filesystem::absolute(p).lexically_normal());
+    }
+    return out;
+}
+
+}  // namespace
+
+int run_server_daemon(const ServerDaemon& spec, int argc, char** argv,
+                      const std::function<Status(RpcServer&, NodeAgent&)>& install) {
+    log::set_component(spec.program);
+    Options options(spec.program, spec.summary);
+    daemon::add_auth_option(options);
+    options.add()
+        ("mgmtd", po::value<std::string>()->default_value("localhost"), "management daemon, HOST[:PORT]")
+        ("listen", po::value<std::string>()->default_value("0.0.0.0"), "address to listen on")
+        ("port", po::value<uint16_t>()->default_value(spec.default_port), "TCP port to listen on")
+        ("alias", po::value<std::string>()->default_value(host_name()),
+         "node name shown by pfs-ctl; unique per node type")
+        ("advertise-host", po::value<std::string>()->default_value(""),
+         "address clients use to reach this node (default: the one mgmtd sees)")
+        ("state-dir", po::value<std::string>()->default_value(spec.default_state_dir),
+         spec.node_type == PFS_NODE_META ? "metadata directory (node ID, journal, snapshots)"
+                                         : "where the node ID is kept")
+        ("heartbeat-ms", po::value<unsigned>()->default_value(2000), "heartbeat interval to mgmtd");
+    if (spec.has_storage_targets)
+        options.add()("targets", po::value<std::vector<std::string>>()->composing(),
+                      "storage target directories (comma-separated or repeated); each must exist");
+    if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
+
+    auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
+    if (!mgmtd) {
+        log::error("--mgmtd: " + mgmtd.error().message);
+        return 2;
+    }
+    std::vector<std::filesystem::path> targets;
+    if (spec.has_storage_targets) {
+        if (options.has("targets")) targets = split_targets(options.get<std::vector<std::string>>("targets"));
+        if (targets.empty()) {
+            log::error("no storage targets configured (--targets DIR[,DIR...])");
+            return 2;
+        }
+    }
+    auto secret = daemon::load_secret(options);
+    if (!secret) {
+        log::error(secret.error().message);
+        return 1;
+    }
+    std::string state_dir = options.get<std::string>("state-dir");
+    if (auto st = daemon::ensure_directory(state_dir); !st) {
+        log::error(st.error().message);
+        return 1;
+    }
+
+    asio::io_context io;
+    ServerConfig config;
+    config.host = options.get<std::string>("listen");
+    config.port = options.get<uint16_t>("port");
+    RpcServer server(io, config, *secret);
+    auto port = server.start();
+    if (!port) {
+        log::error(port.error().message);
+        return 1;
+    }
+    NodeIdentity identity{spec.node_type, options.get<std::string>("alias"),
+                          options.get<std::string>("advertise-host"), *port};
+    NodeAgent agent(io, *mgmtd, std::move(*secret), identity, state_dir, targets,
+                    std::chrono::milliseconds(std::max(50u, options.get<unsigned>("heartbeat-ms"))));
+    if (auto st = agent.load_ids(); !st) {
+        log::error(st.error().message);
+        return 1;
+    }
+    agent.on_registered([&server, &spec](uint32_t id) { server.set_identity(id, spec.node_type); });
+    if (auto st = install(server, agent); !st) {
+        log::error(st.error().message);
+        return 1;
+    }
+    agent.start();
+    log::info("listening", {{"port", *port}, {"mgmtd", mgmtd->str()}, {"state_dir", state_dir}});
+    asio::signal_set signals(io);
+    daemon::stop_on_signals(io, signals);
+    io.run();
+    return 0;
+}
+
+}  // namespace pfs

@@ -1,0 +1,26 @@
+// The start-up shared by pfs-meta and pfs-storage: options, secret, the
+// request server on its port, and the agent that keeps the node registered
+// with pfs-mgmtd.
+#pragma once
+
+#include <functional>
+
+#include "node_agent.hpp"
+#include "rpc_server.hpp"
+
+namespace pfs {
+
+struct ServerDaemon {
+    const char* program;
+    const char* summary;
+    uint16_t node_type;
+    uint16_t default_port;
+    const char* default_state_dir;
+    bool has_storage_targets;
+};
+
+// Runs the daemon until SIGINT/SIGTERM; `install` adds its request handlers.
+int run_server_daemon(const ServerDaemon& spec, int argc, char** argv,
+                      const std::function<Status(RpcServer&, NodeAgent&)>& install);
+
+}  // namespace pfs

@@ -1,0 +1,67 @@
+#include "commands.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace pfs::ctl {
+
+const std::vector<Command>& all_commands() {
+    static const std::vector<Command> commands = {
+        {"node", "list", "[--type meta|storage|client]", "list registered nodes with reachability and last heartbeat",
+         {"type"}, 0, 0, node_list},
+        {"target", "list", "[--state] [--space]", "list storage targets; --state: health, --space: capacity",
+         {"state", "space"}, 0, 0, target_list},
+        {"target", "set-state", "TARGET good|needs-resync|bad", "override a target's consistency state (admin)",
+         {}, 2, 2, target_set_state},
+        {"pool", "list", "", "list storage pools and their targets", {}, 0, 0, pool_list},
+        {"pool", "create", "NAME [--id N]", "create a storage pool", {"id"}, 1, 1, pool_create},
+        {"pool", "assign", "POOL TARGET [TARGET...]", "move targets into a pool (POOL by id or name)",
+         {}, 2, SIZE_MAX, pool_assign},
+        {"df", "", "", "free space and inodes of metadata nodes and storage targets", {}, 0, 0, df},
+    };
+    return commands;
+}
+
+const Command* find_command(std::string_view noun, std::string_view verb) {
+    for (const auto& c : all_commands())
+        if (c.noun == noun && c.verb == verb) return &c;
+    return nullptr;
+}
+
+bool is_noun(std::string_view noun) {
+    const auto& all = all_commands();
+    return std::any_of(all.begin(), all.end(), [&](const Command& c) { return c.noun == noun; });
+}
+
+std::string command_words(const Command& cmd) {
+    std::string w(cmd.noun);
+    if (!cmd.verb.empty()) (w += ' ') += cmd.verb;
+    return w;
+}
+
+std::string usage_line(const Command& cmd) {
+    std::string line = "pfs-ctl " + command_words(cmd);
+    if (!cmd.synopsis.empty()) (line += ' ') += cmd.synopsis;
+    return line;
+}
+
+std::string commands_help() {
+    std::vector<std::pair<std::string, std::string_view>> lines;
+    size_t width = 0;
+    for (const auto& cmd : all_commands()) {
+        std::string head = command_words(cmd);
+        if (!cmd.synopsis.empty()) (head += ' ') += cmd.synopsis;
+        width = std::max(width, head.size());
+        lines.emplace_back(std::move(head), cmd.summary);
+    }
+    std::string out = "Commands:\n";
+    for (const auto& [head, summary] : lines) {
+        out += "  " + head + std::string(width - head.size() + 2, ' ');
+        out += summary;
+        out += '\n';
+    }
+    out += "  help" + std::string(width - 4 + 2, ' ') + "show this help\n";
+    return out;
+}
+
+}  // namespace pfs::ctl

@@ -1,0 +1,56 @@
+// pfs-ctl's commands: "NOUN VERB [ARGS]", one function each, producing the
+// text to print on stdout (a table, or one JSON document with --json).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "mgmt_client.hpp"
+
+namespace pfs::ctl {
+
+struct Context {
+    MgmtClient& mgmt;
+    const Options& options;         // --type, --state, --space, --id
+    std::vector<std::string> args;  // the words after NOUN VERB
+    bool json = false;
+};
+
+using CommandFn = Result<std::string> (*)(Context&);
+
+struct Command {
+    std::string_view noun;
+    std::string_view verb;
+    std::string_view synopsis;  // arguments and flags, e.g. "NAME [--id N]"
+    std::string_view summary;   // one line
+    std::vector<std::string_view> flags;  // the per-command options it takes
+    size_t min_args = 0;
+    size_t max_args = 0;  // SIZE_MAX: no limit
+    CommandFn run = nullptr;
+};
+
+// Options that only some commands take; main() checks them against Command::flags.
+inline constexpr std::string_view kCommandFlags[] = {"type", "state", "space", "id"};
+
+const std::vector<Command>& all_commands();
+const Command* find_command(std::string_view noun, std::string_view verb);
+bool is_noun(std::string_view noun);
+// "NOUN VERB"
+std::string command_words(const Command& cmd);
+// "pfs-ctl NOUN VERB SYNOPSIS"
+std::string usage_line(const Command& cmd);
+// Every command with its one-line summary, for --help and "pfs-ctl help".
+std::string commands_help();
+
+// The commands themselves (list_commands.cpp, df.cpp, admin_commands.cpp).
+Result<std::string> node_list(Context& ctx);
+Result<std::string> target_list(Context& ctx);
+Result<std::string> pool_list(Context& ctx);
+Result<std::string> df(Context& ctx);
+Result<std::string> pool_create(Context& ctx);
+Result<std::string> pool_assign(Context& ctx);
+Result<std::string> target_set_state(Context& ctx);
+
+}  // namespace pfs::ctl

@@ -1,0 +1,114 @@
+// pfs-ctl: the administration tool. Asks pfs-mgmtd about nodes, targets and
+// pools and changes them; tables for people, --json for scripts.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "exit_status.hpp"
+#include "log.hpp"
+
+using namespace pfs;
+using namespace pfs::ctl;
+
+namespace {
+
+constexpr const char* kSummary =
+    "PFS administration: nodes, storage targets, storage pools and free space, as reported by pfs-mgmtd.\n"
+    "Exit status: 0 done, 1 refused by pfs-mgmtd, 2 usage error, 3 pfs-mgmtd unreachable or authentication failed.";
+
+int fail(const Error& e) {
+    std::fprintf(stderr, "pfs-ctl: %s\n", e.message.c_str());
+    if (e.code == kExitUsage) std::fputs("Try 'pfs-ctl help' for the list of commands.\n", stderr);
+    return e.code;
+}
+
+void declare_options(Options& options) {
+    MgmtClient::add_options(options);
+    options.add()
+        ("json", po::bool_switch(), "print one JSON document instead of tables")
+        ("type", po::value<std::string>()->value_name("TYPE"), "node list: only nodes of TYPE (meta, storage, client)")
+        ("state", po::bool_switch(), "target list: add reachability and consistency")
+        ("space", po::bool_switch(), "target list: add capacity and capacity pool")
+        ("id", po::value<std::string>()->value_name("N"), "pool create: the id for the new pool")
+        ("command", po::value<std::vector<std::string>>()->value_name("WORDS"),
+         "the command: NOUN VERB [ARGS] (listed below)");
+    options.positional("command", -1);
+}
+
+std::string full_help(const Options& options) { return options.help() + "\n" + commands_help(); }
+
+// The command the words name; `used` is set to how many words name it.
+Result<const Command*> lookup(const std::vector<std::string>& words, size_t& used) {
+    used = 1;
+    if (const Command* cmd = find_command(words[0], "")) return cmd;
+    if (!is_noun(words[0])) return usage_error("unknown command '" + words[0] + "'");
+    std::string verbs;
+    for (const auto& c : all_commands())
+        if (c.noun == words[0]) verbs += (verbs.empty() ? "" : ", ") + std::string(c.verb);
+    if (words.size() < 2) return usage_error("'" + words[0] + "' needs one of: " + verbs);
+    used = 2;
+    if (const Command* cmd = find_command(words[0], words[1])) return cmd;
+    return usage_error("unknown command '" + words[0] + " " + words[1] + "'; '" + words[0] + "' takes: " + verbs);
+}
+
+Status check_usage(const Command& cmd, const Options& options, size_t args) {
+    for (std::string_view flag : kCommandFlags) {
+        if (!options.has(std::string(flag))) continue;
+        bool taken = false;
+        for (std::string_view f : cmd.flags) taken = taken || f == flag;
+        if (!taken)
+            return usage_error("--" + std::string(flag) + " does not apply to '" +
+                               command_words(cmd) + "'");
+    }
+    if (args < cmd.min_args || args > cmd.max_args) return usage_error("usage: " + usage_line(cmd));
+    return ok_status();
+}
+
+int run(int argc, char** argv) {
+    log::set_component("pfs-ctl");
+    log::set_level(log::Level::warn);
+    Options options("pfs-ctl", kSummary);
+    declare_options(options);
+    auto outcome = options.parse(argc, argv);
+    if (outcome.kind == ParseOutcome::Kind::help) {
+        std::fputs(full_help(options).c_str(), stdout);
+        return kExitOk;
+    }
+    if (outcome.kind == ParseOutcome::Kind::error) return fail(usage_error(outcome.message));
+
+    auto words = options.has("command") ? options.get<std::vector<std::string>>("command")
+                                        : std::vector<std::string>{};
+    if (words.empty()) return fail(usage_error("no command given"));
+    if (words[0] == "help") {
+        std::fputs(full_help(options).c_str(), stdout);
+        return kExitOk;
+    }
+    size_t used = 0;
+    auto cmd = lookup(words, used);
+    if (!cmd) return fail(cmd.error());
+    std::vector<std::string> args(words.begin() + static_cast<ptrdiff_t>(used), words.end());
+    if (auto st = check_usage(**cmd, options, args.size()); !st) return fail(st.error());
+
+    auto mgmt = MgmtClient::open(options);
+    if (!mgmt) return fail(mgmt.error());
+    Context ctx{**mgmt, options, std::move(args), options.get<bool>("json")};
+    auto output = (*cmd)->run(ctx);
+    if (!output) return fail(output.error());
+    std::fputs(output->c_str(), stdout);
+    return std::fflush(stdout) == 0 ? kExitOk : kExitRefused;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "pfs-ctl: internal error: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "pfs-ctl: internal error\n");
+    }
+    return kExitRefused;
+}

@@ -1,0 +1,159 @@
+#include "mgmt_client.hpp"
+
+#include <optional>
+
+#include "daemon.hpp"
+#include "exit_status.hpp"
+#include "rpc_client.hpp"
+
+namespace pfs::ctl {
+
+using std::chrono::milliseconds;
+
+struct MgmtClient::Impl {
+    asio::io_context io;
+    std::shared_ptr<RpcClient> rpc;
+    std::string address;
+    milliseconds timeout{5000};
+};
+
+namespace {
+
+awaitable<void> call_into(std::shared_ptr<RpcClient> rpc, uint16_t type, Bytes payload, milliseconds timeout,
+                          std::optional<Result<Reply>>& out) {
+    out = co_await rpc->call(type, std::move(payload), timeout);
+}
+
+std::string strip_prefix(std::string text, const std::string& prefix) {
+    if (text.starts_with(prefix)) text.erase(0, prefix.size());
+    return text;
+}
+
+// A request that got no answer: why, in the operator's terms.
+Error no_answer(const Error& e, const MgmtClient::Impl& impl, bool was_connected) {
+    const std::string& at = impl.address;
+    std::string detail = strip_prefix(strip_prefix(e.message, "cannot connect to " + at + ": "), at + ": ");
+    if (e.code == PFS_E_AUTH) {
+        if (detail.find("wrong shared secret") != std::string::npos) detail = "wrong shared secret?";
+        return unreachable("authentication with pfs-mgmtd at " + at + " failed: " + detail);
+    }
+    if (e.code == -ETIMEDOUT && was_connected)
+        return unreachable("pfs-mgmtd at " + at + " did not answer within " + std::to_string(impl.timeout.count()) +
+                           " ms");
+    return unreachable("cannot reach pfs-mgmtd at " + at + ": " + detail);
+}
+
+template <class M>
+Result<std::vector<M>> decode_list(const Bytes& body, int (*xfer)(pfs_xdr*, M*), uint32_t min_size,
+                                   const std::string& from) {
+    std::vector<M> items;
+    auto st = decode_payload(body, [&](pfs_xdr* x) { xfer_list(x, items, xfer, min_size); });
+    if (!st) return unreachable("malformed list reply from pfs-mgmtd at " + from);
+    return items;
+}
+
+}  // namespace
+
+MgmtClient::MgmtClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MgmtClient::~MgmtClient() {
+    if (!impl_) return;
+    impl_->rpc->close();
+    impl_->io.restart();
+    impl_->io.poll();  // let the reader see the closed socket before the loop goes away
+}
+
+const std::string& MgmtClient::address() const { return impl_->address; }
+
+void MgmtClient::add_options(Options& options) {
+    daemon::add_auth_option(options);
+    options.add()
+        ("mgmtd", po::value<std::string>()->default_value("localhost:" + std::to_string(PFS_DEFAULT_MGMTD_PORT))
+                      ->value_name("HOST[:PORT]"),
+         "management daemon to ask")
+        ("timeout-ms", po::value<unsigned>()->default_value(5000)->value_name("MS"),
+         "give up on connecting or on an answer after this long");
+}
+
+Result<std::unique_ptr<MgmtClient>> MgmtClient::open(const Options& options) {
+    auto endpoint = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
+    if (!endpoint) return usage_error("--mgmtd: " + endpoint.error().message);
+    unsigned timeout_ms = options.get<unsigned>("timeout-ms");
+    if (timeout_ms == 0) return usage_error("--timeout-ms must be at least 1");
+
+    auto secret = daemon::load_secret(options);
+    if (!secret) {
+        const std::string& msg = secret.error().message;
+        return unreachable(msg.starts_with("auth file ") ? "cannot read " + msg
+                                                         : "cannot read auth file: " + msg);
+    }
+    auto impl = std::make_unique<Impl>();
+    impl->address = endpoint->str();
+    impl->timeout = milliseconds(timeout_ms);
+    ClientConfig config;
+    config.connect_timeout = impl->timeout;
+    config.request_timeout = impl->timeout;
+    impl->rpc = RpcClient::create(impl->io.get_executor(), std::move(*endpoint), std::move(*secret), config);
+    return std::make_unique<MgmtClient>(std::move(impl));
+}
+
+Result<Bytes> MgmtClient::call(uint16_t type, Result<Bytes> payload) {
+    if (!payload) return usage_error("cannot encode " + std::string(pfs_msg_name(type)) + ": " + payload.error().message);
+    bool was_connected = impl_->rpc->connected();
+    std::optional<Result<Reply>> out;
+    impl_->io.restart();
+    asio::co_spawn(impl_->io, call_into(impl_->rpc, type, std::move(*payload), impl_->timeout, out), asio::detached);
+    // run() would not return: the connection's reader stays parked on the socket.
+    while (!out && impl_->io.run_one()) {
+    }
+    if (!out) return unreachable("lost the request to pfs-mgmtd at " + impl_->address);
+    if (!*out) return no_answer(out->error(), *impl_, was_connected || impl_->rpc->connected());
+    Reply& reply = out->value();
+    if (reply.status != PFS_OK) return refused(reply_error(reply).message);
+    return std::move(reply.body);
+}
+
+Result<std::vector<pfs_node_info>> MgmtClient::nodes(uint16_t node_type) {
+    auto body = call(PFS_MSG_GET_NODES, encode(pfs_x_get_nodes, pfs_get_nodes{node_type}));
+    if (!body) return body.error();
+    return decode_list(*body, pfs_x_node_info, PFS_NODE_INFO_MIN_SIZE, impl_->address);
+}
+
+Result<std::vector<pfs_target_info>> MgmtClient::targets() {
+    auto body = call(PFS_MSG_GET_TARGETS, Bytes{});
+    if (!body) return body.error();
+    return decode_list(*body, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE, impl_->address);
+}
+
+Result<std::vector<pfs_pool_info>> MgmtClient::pools() {
+    auto body = call(PFS_MSG_GET_POOLS, Bytes{});
+    if (!body) return body.error();
+    return decode_list(*body, pfs_x_pool_info, PFS_POOL_INFO_MIN_SIZE, impl_->address);
+}
+
+Result<pfs_create_pool> MgmtClient::create_pool(uint32_t pool_id, const std::string& name) {
+    pfs_create_pool req{};
+    req.pool_id = pool_id;
+    if (!set_field(req.name, name))
+        return usage_error("pool name '" + name + "' is too long (at most " + std::to_string(PFS_POOL_NAME_MAX - 1) +
+                           " characters)");
+    auto body = call(PFS_MSG_CREATE_POOL, encode(pfs_x_create_pool, req));
+    if (!body) return body.error();
+    auto created = decode(*body, pfs_x_create_pool);
+    if (!created) return unreachable("malformed CREATE_POOL reply from pfs-mgmtd at " + impl_->address);
+    return *created;
+}
+
+Status MgmtClient::assign_pool(uint32_t target_id, uint32_t pool_id) {
+    auto body = call(PFS_MSG_ASSIGN_POOL, encode(pfs_x_assign_pool, pfs_assign_pool{target_id, pool_id}));
+    if (!body) return body.error();
+    return ok_status();
+}
+
+Status MgmtClient::set_target_state(uint32_t target_id, uint8_t consistency) {
+    auto body = call(PFS_MSG_SET_TARGET_STATE, encode(pfs_x_set_target_state, pfs_set_target_state{target_id, consistency}));
+    if (!body) return body.error();
+    return ok_status();
+}
+
+}  // namespace pfs::ctl
