@@ -2,6 +2,8 @@
 // matched to its reply by request id, each with its own timeout. The
 // connection is (re)established lazily on the next call, with exponential
 // backoff after failures so callers fail fast while a peer is down.
+// While connected, the client keeps itself alive (its reader holds it);
+// close() ends the connection and fails what is in flight.
 #pragma once
 
 #include <chrono>

@@ -72,7 +72,9 @@ static int pfs_x_node_type(struct pfs_xdr *x, __u16 *v, int allow_any)
 
 int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m)
 {
-	pfs_x_s32(x, &m->status);
+	/* Decoding may have failed: then m->status is not to be looked at. */
+	if (pfs_x_s32(x, &m->status))
+		return x->err;
 	if (m->status != PFS_OK)
 		pfs_x_str(x, m->message, sizeof(m->message));
 	else if (pfs_xdr_decoding(x))

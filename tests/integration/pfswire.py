@@ -1,0 +1,94 @@
+"""A second, independent implementation of the PFS framing and handshake,
+for tests: it speaks to the daemons the way a foreign peer would."""
+import hashlib
+import hmac
+import os
+import socket
+import struct
+
+HEADER = struct.Struct("<IHHIIQIIQQ")
+MAGIC = 0x31534650
+VERSION = 1
+FLAG_REPLY, FLAG_NOTIFY = 1, 2
+MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "REGISTER_NODE": 100, "REGISTER_TARGET": 101,
+       "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104, "GET_POOLS": 105, "SUBSCRIBE": 109,
+       "MAP_CHANGED": 110}
+E_AUTH = 1001
+
+
+def header(msg_type, payload_len, request_id=0, flags=0):
+    return HEADER.pack(MAGIC, VERSION, msg_type, flags, payload_len, request_id, 0, 0, 0, 0)
+
+
+def read_secret(path):
+    data = open(path, "rb").read()
+    if data.endswith(b"\r\n"):
+        return data[:-2]
+    return data[:-1] if data.endswith(b"\n") else data
+
+
+class Conn:
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.next_id = 1
+
+    def close(self):
+        self.sock.close()
+
+    def recv_exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed by peer")
+            buf += chunk
+        return buf
+
+    def read_frame(self):
+        magic, version, msg_type, flags, length, request_id, *_ = HEADER.unpack(self.recv_exact(HEADER.size))
+        assert magic == MAGIC and version == VERSION, "bad frame from server"
+        return msg_type, flags, request_id, self.recv_exact(length)
+
+    def send(self, msg_type, payload=b"", request_id=None, flags=0):
+        if request_id is None:
+            request_id, self.next_id = self.next_id, self.next_id + 1
+        self.sock.sendall(header(msg_type, len(payload), request_id, flags) + payload)
+        return request_id
+
+    def authenticate(self, secret):
+        """Returns the reply status of the handshake (0 = accepted)."""
+        msg_type, _, _, server_nonce = self.read_frame()
+        assert msg_type == MSG["AUTH_CHALLENGE"] and len(server_nonce) == 32
+        client_nonce = os.urandom(32)
+        mac = hmac.new(secret, b"pfs-auth-v1 client" + server_nonce + client_nonce, hashlib.sha256).digest()
+        self.send(MSG["AUTH_RESPONSE"], client_nonce + mac)
+        msg_type, flags, _, payload = self.read_frame()
+        assert msg_type == MSG["AUTH_RESPONSE"] and flags & FLAG_REPLY
+        status = struct.unpack_from("<i", payload)[0]
+        if status == 0:
+            expect = hmac.new(secret, b"pfs-auth-v1 server" + client_nonce + server_nonce, hashlib.sha256).digest()
+            assert payload[4:] == expect, "server proof does not verify"
+        return status
+
+    def call(self, msg_type, payload=b""):
+        """Returns (status, body) of the reply, skipping notifications."""
+        request_id = self.send(msg_type, payload)
+        while True:
+            got_type, flags, got_id, body = self.read_frame()
+            if flags & FLAG_NOTIFY:
+                continue
+            assert got_type == msg_type and got_id == request_id and flags & FLAG_REPLY
+            return struct.unpack_from("<i", body)[0], body[4:]
+
+    def wait_notification(self):
+        while True:
+            msg_type, flags, _, body = self.read_frame()
+            if flags & FLAG_NOTIFY:
+                return msg_type, body
+
+
+def connect_authenticated(port, secret_path):
+    c = Conn(port)
+    status = c.authenticate(read_secret(secret_path))
+    assert status == 0, f"handshake refused with status {status}"
+    return c

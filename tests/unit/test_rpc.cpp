@@ -1,0 +1,238 @@
+// The transport over real loopback sockets: handshake, multiplexing,
+// timeouts, reconnect and notifications.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "handshake.hpp"
+#include "rpc_client.hpp"
+#include "rpc_server.hpp"
+
+using namespace pfs;
+using namespace std::chrono_literals;
+
+namespace {
+
+auth::Secret secret_of(std::string_view text) {
+    return auth::Secret::from_bytes(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+// Plain function: GCC 12 cannot keep initializer lists in coroutine frames.
+template <class... T>
+Bytes bytes(T... v) {
+    return Bytes{static_cast<uint8_t>(v)...};
+}
+
+const auth::Secret kSecret = secret_of("the-cluster-secret-0123456789");
+
+constexpr uint16_t kEcho = 900;     // replies with its payload, after a delay in its first byte (ms)
+constexpr uint16_t kNotifyMe = 901;  // pushes a notification, then replies
+
+struct Fixture {
+    asio::io_context io;
+    std::unique_ptr<RpcServer> server;
+    uint16_t port = 0;
+
+    void start_server(uint16_t on_port = 0) {
+        ServerConfig config;
+        config.host = "127.0.0.1";
+        config.port = on_port;
+        server = std::make_unique<RpcServer>(io, config, kSecret);
+        server->handle(kEcho, [this](Request& req) -> awaitable<Reply> {
+            Bytes body = req.frame.payload;
+            if (!body.empty() && body[0]) {
+                asio::steady_timer t(io, std::chrono::milliseconds(body[0]));
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            co_return Reply::ok(body);
+        });
+        server->handle(kNotifyMe, [](Request& req) -> awaitable<Reply> {
+            req.conn->send(Frame{make_header(PFS_MSG_MAP_CHANGED, PFS_FLAG_NOTIFY), bytes(1, 2, 3)});
+            co_return Reply::ok();
+        });
+        auto p = server->start();
+        REQUIRE(p);
+        port = *p;
+    }
+
+    template <class F>
+    void run(F&& body) {
+        bool done = false;
+        asio::co_spawn(io, [&]() -> awaitable<void> {
+            co_await body();
+            done = true;
+        }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+        io.run_for(30s);
+        REQUIRE(done);
+    }
+
+    std::shared_ptr<RpcClient> client(const auth::Secret& secret = kSecret, ClientConfig cfg = {}) {
+        return RpcClient::create(io.get_executor(), Endpoint{"127.0.0.1", port}, secret, cfg);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a client with the shared secret is served", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        auto r = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE(r);
+        CHECK(r->status == PFS_OK);
+        auto echo = co_await c->call(kEcho, bytes(0, 42, 43));
+        REQUIRE(echo);
+        CHECK(echo->body == bytes(0, 42, 43));
+        auto unknown = co_await c->call(4242, Bytes());
+        REQUIRE(unknown);
+        CHECK(unknown->status == PFS_E_UNKNOWN_MSG);
+        CHECK(c->connects() == 1);
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("a client with a wrong secret is refused with a clear error", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client(secret_of("some-other-secret-9876543210"));
+        auto r = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE_FALSE(r);
+        CHECK(r.error().code == PFS_E_AUTH);
+        CHECK(r.error().message.find("wrong shared secret") != std::string::npos);
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("a server that cannot prove the secret is not trusted", "[rpc]") {
+    Fixture f;
+    // An impostor: accepts anything and answers with a made-up proof.
+    tcp::acceptor acceptor(f.io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    f.port = acceptor.local_endpoint().port();
+    asio::co_spawn(f.io, [&]() -> awaitable<void> {
+        auto conn = std::make_shared<Connection>(co_await acceptor.async_accept(asio::use_awaitable));
+        pfs_auth_challenge challenge{};
+        conn->send(Frame{make_header(PFS_MSG_AUTH_CHALLENGE), *encode(pfs_x_auth_challenge, challenge)});
+        auto response = co_await conn->read_frame(kHandshakeMaxPayload);
+        pfs_auth_proof bogus{};
+        conn->send(Frame{make_header(PFS_MSG_AUTH_RESPONSE, PFS_FLAG_REPLY, response->header.request_id),
+                         encode_reply(Reply::ok(*encode(pfs_x_auth_proof, bogus)))});
+        co_await conn->read_frame();  // until the client hangs up
+    }, asio::detached);
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        auto r = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE_FALSE(r);
+        CHECK(r.error().code == PFS_E_AUTH);
+        CHECK(r.error().message.find("could not prove") != std::string::npos);
+        acceptor.close();
+    });
+}
+
+TEST_CASE("many requests in flight complete out of order, each with its own reply", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        constexpr int n = 64;
+        int completed = 0, max_in_flight = 0;
+        std::vector<int> order;
+        asio::steady_timer all_done(f.io, std::chrono::steady_clock::time_point::max());
+        std::mt19937 rng(7);
+        for (int i = 0; i < n; ++i) {
+            uint8_t delay = static_cast<uint8_t>(1 + rng() % 60);
+            asio::co_spawn(f.io, [&, i, delay]() -> awaitable<void> {
+                Bytes payload = bytes(delay, i);
+                auto r = co_await c->call(kEcho, payload);
+                CHECK(r);
+                if (r) CHECK(r->body == payload);
+                order.push_back(i);
+                if (++completed == n) all_done.cancel();
+            }, asio::detached);
+            max_in_flight = std::max(max_in_flight, static_cast<int>(c->in_flight()));
+        }
+        boost::system::error_code ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        CHECK(completed == n);
+        CHECK_FALSE(std::is_sorted(order.begin(), order.end()));
+        CHECK(c->connects() == 1);  // all on one connection
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("a request times out without hanging the connection", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        auto slow = co_await c->call(kEcho, bytes(200), 50ms);
+        REQUIRE_FALSE(slow);
+        CHECK(slow.error().code == -ETIMEDOUT);
+        auto fast = co_await c->call(kEcho, bytes(0, 1));
+        REQUIRE(fast);
+        CHECK(fast->body == bytes(0, 1));
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("a client reconnects after the server comes back, with backoff while it is down", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        ClientConfig cfg;
+        cfg.backoff_min = 20ms;
+        auto c = f.client(kSecret, cfg);
+        REQUIRE(co_await c->call(PFS_MSG_PING, Bytes()));
+        uint16_t port = f.port;
+        auto old = std::move(f.server);
+        old->stop();
+        c->close();
+        auto down = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE_FALSE(down);
+        CHECK(down.error().message.find("cannot connect") != std::string::npos);
+        // Within the backoff window the last error is returned at once.
+        auto again = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE_FALSE(again);
+        f.start_server(port);
+        Result<Reply> up = Error{};
+        for (int i = 0; i < 100 && !up; ++i) {
+            asio::steady_timer t(f.io, 20ms);
+            co_await t.async_wait(asio::use_awaitable);
+            up = co_await c->call(PFS_MSG_PING, Bytes());
+        }
+        REQUIRE(up);
+        CHECK(c->connects() == 2);
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("notifications are delivered apart from replies", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        Bytes seen;
+        c->on_notify([&](const Frame& frame) { seen = frame.payload; });
+        auto r = co_await c->call(kNotifyMe, Bytes());
+        REQUIRE(r);
+        CHECK(seen == bytes(1, 2, 3));
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("endpoints parse with and without ports", "[rpc]") {
+    CHECK(parse_endpoint("node1", 8008)->str() == "node1:8008");
+    CHECK(parse_endpoint("node1:9000", 8008)->port == 9000);
+    CHECK(parse_endpoint("[::1]:7000", 1)->host == "::1");
+    CHECK_FALSE(parse_endpoint("node1:0", 1));
+    CHECK_FALSE(parse_endpoint("node1:99999", 1));
+    CHECK_FALSE(parse_endpoint(":80", 1));
+    CHECK_FALSE(parse_endpoint("a:b", 1));
+}
