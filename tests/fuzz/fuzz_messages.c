@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = msg_decode(d, &m1, data + 1, len);
 	if (rc) {
 		if (rc != -EBADMSG)
-			fail(d, "decode failed with an error other than EBADMSG");
+			fail(d, "decode error other than EBADMSG");
 		msg_free(&m1);
 		return 0;
 	}

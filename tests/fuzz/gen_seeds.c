@@ -125,7 +125,8 @@ int main(int argc, char **argv)
 
 	{
 		struct pfs_reply_status ok = { PFS_OK, "" };
-		struct pfs_reply_status err = { PFS_E_UNKNOWN_NODE, "no node 9" };
+		struct pfs_reply_status err = { PFS_E_UNKNOWN_NODE,
+						 "no node 9" };
 
 		SEED(reply_status, "ok", &ok);
 		SEED(reply_status, "error", &err);
@@ -191,7 +192,8 @@ int main(int argc, char **argv)
 			  PFS_CAP_EMERGENCY, PFS_CAP_NORMAL, "/data/t2", 9000,
 			  { 0 } },
 		};
-		struct pfs_pool_info pi[2] = { { 1, "default" }, { 2, "fast" } };
+		struct pfs_pool_info pi[2] = { { 1, "default" },
+					       { 2, "fast" } };
 		struct pfs_target_capacity tcs[2] = { { 0, { 0 } },
 						      { 101, { 0 } } };
 		struct pfs_heartbeat hbm = { 3, 2 };

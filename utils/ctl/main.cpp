@@ -20,7 +20,8 @@ constexpr const char* kSummary =
 
 int fail(const Error& e) {
     std::fprintf(stderr, "pfs-ctl: %s\n", e.message.c_str());
-    if (e.code == kExitUsage) std::fputs("Try 'pfs-ctl help' for the list of commands.\n", stderr);
+    if (e.code == kExitUsage && e.message.find("usage: ") == std::string::npos)
+        std::fputs("Try 'pfs-ctl help' for the list of commands.\n", stderr);
     return e.code;
 }
 
@@ -59,8 +60,8 @@ Status check_usage(const Command& cmd, const Options& options, size_t args) {
         bool taken = false;
         for (std::string_view f : cmd.flags) taken = taken || f == flag;
         if (!taken)
-            return usage_error("--" + std::string(flag) + " does not apply to '" +
-                               command_words(cmd) + "'");
+            return usage_error("--" + std::string(flag) + " does not apply to '" + command_words(cmd) +
+                               "'\nusage: " + usage_line(cmd));
     }
     if (args < cmd.min_args || args > cmd.max_args) return usage_error("usage: " + usage_line(cmd));
     return ok_status();
@@ -76,7 +77,11 @@ int run(int argc, char** argv) {
         std::fputs(full_help(options).c_str(), stdout);
         return kExitOk;
     }
-    if (outcome.kind == ParseOutcome::Kind::error) return fail(usage_error(outcome.message));
+    if (outcome.kind == ParseOutcome::Kind::error) {
+        std::string msg = outcome.message;  // fail() adds its own hint
+        if (msg.ends_with(" (try --help)")) msg.resize(msg.size() - sizeof " (try --help)" + 1);
+        return fail(usage_error(msg));
+    }
 
     auto words = options.has("command") ? options.get<std::vector<std::string>>("command")
                                         : std::vector<std::string>{};

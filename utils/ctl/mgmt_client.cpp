@@ -83,9 +83,10 @@ Result<std::unique_ptr<MgmtClient>> MgmtClient::open(const Options& options) {
 
     auto secret = daemon::load_secret(options);
     if (!secret) {
+        // "auth file PATH: strerror" reads well after "cannot read"; other complaints need a colon.
         const std::string& msg = secret.error().message;
-        return unreachable(msg.starts_with("auth file ") ? "cannot read " + msg
-                                                         : "cannot read auth file: " + msg);
+        std::string prefix = "auth file " + options.get<std::string>("auth-file") + ": ";
+        return unreachable(msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg);
     }
     auto impl = std::make_unique<Impl>();
     impl->address = endpoint->str();

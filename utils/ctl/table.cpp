@@ -86,7 +86,7 @@ std::string format_age_ms(uint64_t ms) {
                       static_cast<unsigned long long>(tenths % 10));
         return buf;
     }
-    auto s = static_cast<unsigned long long>(ms / 1000);
+    auto s = static_cast<unsigned long long>((ms + 500) / 1000);
     if (s < 3600) std::snprintf(buf, sizeof buf, "%llum%02llus", s / 60, s % 60);
     else if (s < 86400) std::snprintf(buf, sizeof buf, "%lluh%02llum", s / 3600, s % 3600 / 60);
     else std::snprintf(buf, sizeof buf, "%llud%02lluh", s / 86400, s % 86400 / 3600);

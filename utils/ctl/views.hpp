@@ -17,7 +17,7 @@
 
 namespace pfs::ctl {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // A fixed char[] field from the wire as a string (stops at the first NUL).
 template <size_t N>
