@@ -45,6 +45,7 @@ class Daemon:
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+        self.log.close()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -54,6 +55,8 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc:
+            self.log.close()
 
     def alive(self):
         return self.proc.poll() is None

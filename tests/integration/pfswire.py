@@ -3,6 +3,7 @@ for tests: it speaks to the daemons the way a foreign peer would."""
 import hashlib
 import hmac
 import os
+import pathlib
 import socket
 import struct
 
@@ -21,7 +22,7 @@ def header(msg_type, payload_len, request_id=0, flags=0):
 
 
 def read_secret(path):
-    data = open(path, "rb").read()
+    data = pathlib.Path(path).read_bytes()
     if data.endswith(b"\r\n"):
         return data[:-2]
     return data[:-1] if data.endswith(b"\n") else data

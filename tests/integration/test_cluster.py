@@ -2,6 +2,7 @@
 capacity, heartbeat-driven reachability, push notifications, restarts,
 pools, admin consistency override, wrong secrets and corrupt state."""
 import os
+import pathlib
 import struct
 import subprocess
 import sys
@@ -146,6 +147,7 @@ class ClusterLifecycle(unittest.TestCase):
         self.assertEqual(conn.authenticate(b"not-the-cluster-secret-at-all"), pfswire.E_AUTH)
         with self.assertRaises((ConnectionError, OSError)):
             conn.call(pfswire.MSG["GET_NODES"], b"\0\0")
+        conn.close()
         wait_for("the refusal logged", lambda: "refusing connection" in c.daemons["mgmtd"].log_text())
         # A storage server with the wrong secret never registers.
         srv = c.start_server("storage", "intruder", c.target_dirs("intruder", 1), secret=wrong)
@@ -158,14 +160,15 @@ class ClusterLifecycle(unittest.TestCase):
         c.ctl("pool", "create", "scratch")
         c.daemons["mgmtd"].stop()
         state = os.path.join(c.dir, "mgmtd", "mgmtd.json")
-        original = open(state, "rb").read()
-        open(state, "wb").write(original.replace(b"scratch", b"scratcH"))
+        state = pathlib.Path(state)
+        original = state.read_bytes()
+        state.write_bytes(original.replace(b"scratch", b"scratcH"))
         argv = c.daemons["mgmtd"].argv
         r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("corrupt", r.stderr)
-        self.assertEqual(open(state, "rb").read(), original.replace(b"scratch", b"scratcH"), "file was rewritten")
-        open(state, "wb").write(original)
+        self.assertEqual(state.read_bytes(), original.replace(b"scratch", b"scratcH"), "file was rewritten")
+        state.write_bytes(original)
         c.start_mgmtd()
         names = [p["name"] for p in c.ctl_json("pool", "list")["pools"]]
         self.assertEqual(sorted(names), ["default", "scratch"])

@@ -76,7 +76,9 @@ class HostileInput(unittest.TestCase):
             with self.subTest(daemon=name):
                 d = self.c.daemons[name]
                 # Warm the allocator with one normal exchange first.
-                pfswire.connect_authenticated(port, self.c.secret).call(pfswire.MSG["PING"])
+                warm = pfswire.connect_authenticated(port, self.c.secret)
+                warm.call(pfswire.MSG["PING"])
+                warm.close()
                 rss_before = d.rss_kib()
                 self.attack(name, port)
                 self.assertTrue(d.alive(), f"{name} died")
@@ -103,6 +105,7 @@ class HostileInput(unittest.TestCase):
         self.assertEqual(status, 1000)
         with self.assertRaises((ConnectionError, OSError)):
             conn.read_frame()
+        conn.close()
         self.assertTrue(self.c.daemons["mgmtd"].alive())
 
 
