@@ -57,6 +57,14 @@ awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
 void Connection::send(const Frame& frame) {
     if (!socket_.is_open() || close_when_sent_) return;
     queue_.push_back(serialize(frame));
+    queued_bytes_ += queue_.back().size();
+    if (queued_bytes_ > kMaxQueuedBytes) {
+        log::warn("dropping connection: peer does not read its replies", {{"peer", peer_}});
+        close();
+        queue_.clear();
+        queued_bytes_ = 0;
+        return;
+    }
     if (writing_) return;
     writing_ = true;
     asio::co_spawn(socket_.get_executor(), [self = shared_from_this()] { return self->write_loop(); },
@@ -67,6 +75,7 @@ awaitable<void> Connection::write_loop() {
     while (!queue_.empty() && socket_.is_open()) {
         Bytes bytes = std::move(queue_.front());
         queue_.pop_front();
+        queued_bytes_ -= bytes.size();
         boost::system::error_code ec;
         co_await asio::async_write(socket_, asio::buffer(bytes), asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
@@ -75,6 +84,7 @@ awaitable<void> Connection::write_loop() {
         }
     }
     queue_.clear();
+    queued_bytes_ = 0;
     writing_ = false;
     if (close_when_sent_) close();
 }

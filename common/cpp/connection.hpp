@@ -25,8 +25,10 @@ public:
     // length prefix is refused before anything is allocated.
     awaitable<Result<Frame>> read_frame(uint32_t max_payload = PFS_MAX_PAYLOAD);
 
-    // Queues a frame; a write error closes the connection.
+    // Queues a frame; a write error closes the connection, and so does a
+    // peer that lets more than kMaxQueuedBytes pile up unread.
     void send(const Frame& frame);
+    static constexpr size_t kMaxQueuedBytes = 64u << 20;
 
     void close();
     // Closes once everything queued so far has been written (an error reply
@@ -57,6 +59,7 @@ private:
     std::string peer_;
     std::string peer_address_;
     std::deque<Bytes> queue_;
+    size_t queued_bytes_ = 0;
     bool writing_ = false;
     bool close_when_sent_ = false;
 };

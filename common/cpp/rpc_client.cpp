@@ -167,6 +167,11 @@ awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
 
 awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
     auto self = shared_from_this();
+    ++active_calls_;
+    struct Done {
+        size_t& n;
+        ~Done() { --n; }
+    } done{active_calls_};
     auto st = co_await ensure_connected();
     if (!st) co_return st.error();
     if (timeout == 0ms) timeout = config_.request_timeout;

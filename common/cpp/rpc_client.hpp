@@ -50,7 +50,8 @@ public:
     void on_connected(std::function<void()> fn) { on_connected_ = std::move(fn); }
 
     uint64_t connects() const { return connects_; }
-    size_t in_flight() const { return pending_.size(); }
+    // Calls under way, including those still waiting for the connection.
+    size_t in_flight() const { return active_calls_; }
     bool connected() const { return conn_ && conn_->is_open(); }
     const Endpoint& peer() const { return peer_; }
     void close();
@@ -73,6 +74,7 @@ private:
     std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
     uint64_t next_request_id_ = 1;
     uint64_t connects_ = 0;
+    size_t active_calls_ = 0;
     bool connecting_ = false;
     asio::steady_timer connect_done_;
     std::chrono::steady_clock::time_point next_attempt_{};

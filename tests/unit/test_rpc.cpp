@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <set>
 
 #include "handshake.hpp"
 #include "rpc_client.hpp"
@@ -224,6 +225,36 @@ TEST_CASE("notifications are delivered apart from replies", "[rpc]") {
         CHECK(seen == bytes(1, 2, 3));
         f.server->stop();
         c->close();
+    });
+}
+
+TEST_CASE("a client pool spreads concurrent calls over its connections", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        ClientPool pool(f.io.get_executor(), Endpoint{"127.0.0.1", f.port}, kSecret, 4);
+        constexpr int n = 16;
+        int completed = 0;
+        asio::steady_timer all_done(f.io, std::chrono::steady_clock::time_point::max());
+        std::set<RpcClient*> used;
+        for (int i = 0; i < n; ++i) {
+            asio::co_spawn(f.io, [&, i]() -> awaitable<void> {
+                RpcClient& client = pool.pick();
+                used.insert(&client);
+                auto r = co_await client.call(kEcho, bytes(20, i));
+                CHECK(r);
+                if (++completed == n) all_done.cancel();
+            }, asio::detached);
+        }
+        boost::system::error_code ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        CHECK(completed == n);
+        CHECK(used.size() == 4);
+        for (auto* c : used) {
+            CHECK(c->connects() == 1);
+            c->close();
+        }
+        f.server->stop();
     });
 }
 
