@@ -1,5 +1,6 @@
 #include "auth_crypto.hpp"
 
+#include "fd.hpp"
 #include "log.hpp"
 
 #include <openssl/crypto.h>
@@ -47,20 +48,6 @@ private:
     std::vector<uint8_t>& buf_;
 };
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 Error too_large(const std::string& path) {
     return Error{-EFBIG, "auth file " + path + " is too large: at most " +
                              std::to_string(kMaxSecretBytes) + " bytes of secret are allowed"};
@@ -79,7 +66,7 @@ Mac proof(const Secret& secret, std::string_view label, const Nonce& first, cons
 Result<Secret> Secret::load(const std::filesystem::path& path) {
     const std::string p = path.string();
     // O_NONBLOCK: a FIFO planted at the path must not hang the daemon before the type check.
-    Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+    UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     if (fd.get() < 0) return Error{-errno, "auth file " + p + ": " + std::strerror(errno)};
 
     struct stat st {};

@@ -1,4 +1,5 @@
 #include "state_file.hpp"
+#include "fd.hpp"
 
 #include <openssl/evp.h>
 
@@ -37,27 +38,6 @@ Error sys_error(int err, const std::string& what) {
     return Error{-err, what + ": " + std::strerror(err)};
 }
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-    // Closes now so the caller sees the error: on some file systems (NFS) close() is where a
-    // failed write-back is reported.
-    int close() {
-        int rc = ::close(fd_);
-        fd_ = -1;
-        return rc < 0 ? errno : 0;
-    }
-
-private:
-    int fd_;
-};
-
 int write_all(int fd, std::string_view data) {
     while (!data.empty()) {
         ssize_t n = ::write(fd, data.data(), data.size());
@@ -73,7 +53,7 @@ int write_all(int fd, std::string_view data) {
 // Writes, syncs and closes the temporary file. The returned error names both paths because
 // the operator's question on a full disk is "did I lose my state?".
 Status write_tmp(const std::string& tmp, const std::string& target, std::string_view body) {
-    Fd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
+    UniqueFd fd(::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
         return Error{-errno, "cannot create " + tmp + ": " + std::strerror(errno) + "; " + target +
                                  " was left unchanged"};
@@ -99,7 +79,7 @@ Loaded corrupt(const std::string& path, const std::string& reason) {
 }
 
 int read_all(const std::string& path, std::string& out) {
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
     if (fd.get() < 0) return errno;
     struct stat st {};
     if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
@@ -190,7 +170,7 @@ Status save(const std::filesystem::path& path, const nlohmann::json& value) {
     // The rename is durable only once the directory entry is on disk.
     std::filesystem::path dir = path.parent_path();
     if (dir.empty()) dir = ".";
-    Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd.get() < 0) return sys_error(errno, "cannot open directory " + dir.string());
     if (::fsync(dfd.get()) < 0) return sys_error(errno, "cannot sync directory " + dir.string());
     return ok_status();

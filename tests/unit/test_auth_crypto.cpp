@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,26 +17,9 @@
 namespace fs = std::filesystem;
 using namespace pfs::auth;
 
+using pfs::test::TempDir;
+
 namespace {
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "pfs-test-auth-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) FAIL("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 fs::path write_secret(const TempDir& dir, const std::string& text, mode_t mode = 0600) {
     fs::path path = dir.path() / "auth";

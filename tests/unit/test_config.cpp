@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,26 +13,9 @@
 
 namespace fs = std::filesystem;
 
+using pfs::test::TempDir;
+
 namespace {
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "pfs-test-config-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) FAIL("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 void write_file(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

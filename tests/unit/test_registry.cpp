@@ -4,27 +4,15 @@
 #include <fstream>
 
 #include "registry.hpp"
+#include "temp_dir.hpp"
 #include "wire.hpp"
 
 using namespace pfs;
 using namespace pfs::mgmtd;
 using namespace std::chrono_literals;
+using pfs::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        path = std::filesystem::temp_directory_path() /
-               ("pfs-registry-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-        std::filesystem::create_directories(path);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    static int& counter() {
-        static int n = 0;
-        return n;
-    }
-};
 
 pfs_register_node node_req(uint16_t type, const char* alias, uint32_t id = 0) {
     pfs_register_node r{};
@@ -55,7 +43,7 @@ Settings settings() {
 
 TEST_CASE("registry assigns stable ids and keeps them across reopen", "[mgmtd]") {
     TempDir dir;
-    auto file = dir.path / "mgmtd.json";
+    auto file = dir.path() / "mgmtd.json";
     auto t0 = Clock::now();
     uint32_t storage, meta, target_a, target_b;
     {
@@ -91,7 +79,7 @@ TEST_CASE("registry assigns stable ids and keeps them across reopen", "[mgmtd]")
 TEST_CASE("registry refuses conflicting registrations", "[mgmtd]") {
     TempDir dir;
     auto t0 = Clock::now();
-    auto reg = Registry::open(dir.path / "m.json", settings(), t0);
+    auto reg = Registry::open(dir.path() / "m.json", settings(), t0);
     REQUIRE(reg);
     auto s1 = reg->register_node(node_req(PFS_NODE_STORAGE, "s1"), t0)->node_id;
     auto m1 = reg->register_node(node_req(PFS_NODE_META, "m1"), t0)->node_id;
@@ -115,7 +103,7 @@ TEST_CASE("registry refuses conflicting registrations", "[mgmtd]") {
 TEST_CASE("reachability follows heartbeat age and changes are reported once", "[mgmtd]") {
     TempDir dir;
     auto t0 = Clock::now();
-    auto reg = Registry::open(dir.path / "m.json", settings(), t0);
+    auto reg = Registry::open(dir.path() / "m.json", settings(), t0);
     REQUIRE(reg);
     auto s1 = reg->register_node(node_req(PFS_NODE_STORAGE, "s1"), t0)->node_id;
     auto s2 = reg->register_node(node_req(PFS_NODE_STORAGE, "s2"), t0)->node_id;
@@ -146,7 +134,7 @@ TEST_CASE("capacity classes follow thresholds", "[mgmtd]") {
 
     TempDir dir;
     auto t0 = Clock::now();
-    auto reg = Registry::open(dir.path / "m.json", settings(), t0);
+    auto reg = Registry::open(dir.path() / "m.json", settings(), t0);
     auto s1 = reg->register_node(node_req(PFS_NODE_STORAGE, "s1"), t0)->node_id;
     auto t = reg->register_target(target_req(s1, "/a"))->target_id;
     reg->take_changes();
@@ -163,7 +151,7 @@ TEST_CASE("capacity classes follow thresholds", "[mgmtd]") {
 TEST_CASE("clients are forgotten after a long absence and not persisted", "[mgmtd]") {
     TempDir dir;
     auto t0 = Clock::now();
-    auto file = dir.path / "m.json";
+    auto file = dir.path() / "m.json";
     auto reg = Registry::open(file, settings(), t0);
     auto c = reg->register_node(node_req(PFS_NODE_CLIENT, "c1"), t0)->node_id;
     CHECK(reg->node_infos(PFS_NODE_CLIENT, t0).size() == 1);
@@ -178,23 +166,23 @@ TEST_CASE("clients are forgotten after a long absence and not persisted", "[mgmt
 TEST_CASE("a change that cannot be saved is refused and rolled back", "[mgmtd]") {
     TempDir dir;
     auto t0 = Clock::now();
-    auto file = dir.path / "m.json";
+    auto file = dir.path() / "m.json";
     auto reg = Registry::open(file, settings(), t0);
     REQUIRE(reg);
     // A directory where the temporary file must go makes every save fail.
-    std::filesystem::create_directory(dir.path / "m.json.tmp");
+    std::filesystem::create_directory(dir.path() / "m.json.tmp");
     auto r = reg->register_node(node_req(PFS_NODE_STORAGE, "s1"), t0);
     CHECK_FALSE(r);
     CHECK(reg->nodes().empty());
     CHECK_FALSE(reg->create_pool(0, "p"));
     CHECK(reg->pool_infos().size() == 1);
-    std::filesystem::remove(dir.path / "m.json.tmp");
+    std::filesystem::remove(dir.path() / "m.json.tmp");
     CHECK(reg->register_node(node_req(PFS_NODE_STORAGE, "s1"), t0));
 }
 
 TEST_CASE("a corrupt or inconsistent state file is a startup error", "[mgmtd]") {
     TempDir dir;
-    auto file = dir.path / "m.json";
+    auto file = dir.path() / "m.json";
     {
         std::ofstream f(file);
         f << "{ not json";

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,26 +16,9 @@ namespace fs = std::filesystem;
 using pfs::state_file::LoadStatus;
 using nlohmann::json;
 
+using pfs::test::TempDir;
+
 namespace {
-
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "pfs-test-state-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr) FAIL("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
 
 std::string read_file(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
