@@ -232,6 +232,51 @@ int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m)
 	return pfs_x_u32(x, &m->generation);
 }
 
+int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m)
+{
+	pfs_x_entry_id(x, &m->file);
+	pfs_x_u32(x, &m->target_id);
+	if (pfs_xdr_decoding(x) && !x->err && m->target_id == 0)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+static int pfs_x_file_offset(struct pfs_xdr *x, __u64 *v)
+{
+	if (pfs_x_u64(x, v))
+		return x->err;
+	if (pfs_xdr_decoding(x) && *v > PFS_MAX_FILE_OFFSET)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m)
+{
+	pfs_x_chunk_ref(x, &m->chunk);
+	pfs_x_file_offset(x, &m->offset);
+	pfs_x_u32(x, &m->length);
+	if (pfs_xdr_decoding(x) && !x->err && m->length > PFS_MAX_IO)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m)
+{
+	pfs_x_chunk_ref(x, &m->chunk);
+	return pfs_x_file_offset(x, &m->size);
+}
+
+int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m)
+{
+	pfs_x_u64(x, &m->size);
+	return pfs_x_u64(x, &m->allocated);
+}
+
+int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m)
+{
+	return pfs_x_u32(x, &m->length);
+}
+
 const char *pfs_status_name(__s32 status)
 {
 	switch (status) {
@@ -311,6 +356,18 @@ const char *pfs_msg_name(__u16 type)
 		return "SUBSCRIBE";
 	case PFS_MSG_MAP_CHANGED:
 		return "MAP_CHANGED";
+	case PFS_MSG_CHUNK_WRITE:
+		return "CHUNK_WRITE";
+	case PFS_MSG_CHUNK_READ:
+		return "CHUNK_READ";
+	case PFS_MSG_CHUNK_TRUNCATE:
+		return "CHUNK_TRUNCATE";
+	case PFS_MSG_CHUNK_SYNC:
+		return "CHUNK_SYNC";
+	case PFS_MSG_CHUNK_UNLINK:
+		return "CHUNK_UNLINK";
+	case PFS_MSG_CHUNK_STAT:
+		return "CHUNK_STAT";
 	}
 	return "?";
 }

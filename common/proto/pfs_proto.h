@@ -32,6 +32,8 @@
 #define PFS_POOL_NAME_MAX	64
 #define PFS_STATUS_MSG_MAX	256
 #define PFS_MAX_LIST		65536	/* elements in one list reply */
+#define PFS_MAX_IO		(8u << 20)	/* bytes in one chunk read/write */
+#define PFS_MAX_FILE_OFFSET	(1ull << 62)
 
 enum pfs_flags {
 	PFS_FLAG_REPLY = 1u << 0,
@@ -56,6 +58,13 @@ enum pfs_msg_type {
 	PFS_MSG_SET_TARGET_STATE = 108,
 	PFS_MSG_SUBSCRIBE = 109,
 	PFS_MSG_MAP_CHANGED = 110,	/* notify */
+	/* storage: chunk files, one per file per target */
+	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
+	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
+	PFS_MSG_CHUNK_TRUNCATE = 302,	/* pfs_chunk_truncate */
+	PFS_MSG_CHUNK_SYNC = 303,	/* pfs_chunk_ref */
+	PFS_MSG_CHUNK_UNLINK = 304,	/* pfs_chunk_ref */
+	PFS_MSG_CHUNK_STAT = 305,	/* pfs_chunk_ref -> pfs_chunk_stat */
 };
 
 /*
@@ -279,6 +288,36 @@ struct pfs_map_changed {
 	__u32 changes;		/* enum pfs_map_change bits */
 };
 
+/* A file's chunk file on one storage target. */
+struct pfs_chunk_ref {
+	struct pfs_entry_id file;
+	__u32 target_id;
+};
+
+/*
+ * A read or write of length bytes at offset in a chunk file. A write's
+ * payload carries the data right after this body (never copied into it).
+ */
+struct pfs_chunk_io {
+	struct pfs_chunk_ref chunk;
+	__u64 offset;
+	__u32 length;		/* <= PFS_MAX_IO */
+};
+
+struct pfs_chunk_truncate {
+	struct pfs_chunk_ref chunk;
+	__u64 size;
+};
+
+struct pfs_chunk_stat {
+	__u64 size;
+	__u64 allocated;	/* bytes on disk (sparse files use less) */
+};
+
+struct pfs_chunk_written {
+	__u32 length;
+};
+
 /*
  * One function per body: encodes, decodes or sizes according to x->op.
  * Decoding also validates enumerations and ranges.
@@ -307,6 +346,11 @@ int pfs_x_assign_pool(struct pfs_xdr *x, struct pfs_assign_pool *m);
 int pfs_x_set_target_state(struct pfs_xdr *x, struct pfs_set_target_state *m);
 int pfs_x_map_changed(struct pfs_xdr *x, struct pfs_map_changed *m);
 int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m);
+int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m);
+int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
+int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
+int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
+int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
 
 /* Smallest encodings, for pfs_x_count's min_elem_size. */
 #define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32)

@@ -51,6 +51,11 @@ FUZZ_WRAP(assign_pool)
 FUZZ_WRAP(set_target_state)
 FUZZ_WRAP(map_changed)
 FUZZ_WRAP(entry_id)
+FUZZ_WRAP(chunk_ref)
+FUZZ_WRAP(chunk_io)
+FUZZ_WRAP(chunk_truncate)
+FUZZ_WRAP(chunk_stat)
+FUZZ_WRAP(chunk_written)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -92,6 +97,12 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_LIST("get_nodes_reply", node_info, PFS_NODE_INFO_MIN_SIZE),
 	FUZZ_LIST("get_targets_reply", target_info, PFS_TARGET_INFO_MIN_SIZE),
 	FUZZ_LIST("get_pools_reply", pool_info, PFS_POOL_INFO_MIN_SIZE),
+	/* storage */
+	FUZZ_BODY(chunk_ref),
+	FUZZ_BODY(chunk_io),
+	FUZZ_BODY(chunk_truncate),
+	FUZZ_BODY(chunk_stat),
+	FUZZ_BODY(chunk_written),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

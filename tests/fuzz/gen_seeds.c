@@ -212,5 +212,20 @@ int main(int argc, char **argv)
 		seed("get_targets_reply", "2", NULL, 2, ti);
 		seed("get_pools_reply", "2", NULL, 2, pi);
 	}
+	{
+		struct pfs_chunk_ref cr = { { 77, 2, 1 }, 101 };
+		struct pfs_chunk_io io = { { { 77, 2, 1 }, 101 }, 1 << 20,
+					   512 << 10 };
+		struct pfs_chunk_truncate ct = { { { 77, 2, 1 }, 101 },
+						 5ull << 30 };
+		struct pfs_chunk_stat cs = { 4096, 8192 };
+		struct pfs_chunk_written cw = { 65536 };
+
+		SEED(chunk_ref, "1", &cr);
+		SEED(chunk_io, "1", &io);
+		SEED(chunk_truncate, "1", &ct);
+		SEED(chunk_stat, "1", &cs);
+		SEED(chunk_written, "1", &cw);
+	}
 	return 0;
 }
