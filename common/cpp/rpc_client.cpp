@@ -210,15 +210,20 @@ ClientPool::ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secr
         clients_.push_back(RpcClient::create(ex, peer, secret, config));
 }
 
-RpcClient& ClientPool::pick() {
-    RpcClient* best = clients_.front().get();
+std::shared_ptr<RpcClient> ClientPool::pick() {
+    auto best = clients_.front();
     for (auto& c : clients_)
-        if (c->in_flight() < best->in_flight()) best = c.get();
-    return *best;
+        if (c->in_flight() < best->in_flight()) best = c;
+    return best;
 }
 
 awaitable<Result<Reply>> ClientPool::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
-    co_return co_await pick().call(type, std::move(payload), timeout);
+    auto client = pick();
+    co_return co_await client->call(type, std::move(payload), timeout);
+}
+
+void ClientPool::close() {
+    for (auto& c : clients_) c->close();
 }
 
 }  // namespace pfs

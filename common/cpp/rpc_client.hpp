@@ -94,8 +94,10 @@ class ClientPool {
 public:
     ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
                ClientConfig config = {});
-    RpcClient& pick();
+    // Held by the caller for the duration of a call: the pool may go away.
+    std::shared_ptr<RpcClient> pick();
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
+    void close();
 
 private:
     std::vector<std::shared_ptr<RpcClient>> clients_;

@@ -236,12 +236,12 @@ TEST_CASE("a client pool spreads concurrent calls over its connections", "[rpc]"
         constexpr int n = 16;
         int completed = 0;
         asio::steady_timer all_done(f.io, std::chrono::steady_clock::time_point::max());
-        std::set<RpcClient*> used;
+        std::set<std::shared_ptr<RpcClient>> used;
         for (int i = 0; i < n; ++i) {
             asio::co_spawn(f.io, [&, i]() -> awaitable<void> {
-                RpcClient& client = pool.pick();
-                used.insert(&client);
-                auto r = co_await client.call(kEcho, bytes(20, i));
+                auto client = pool.pick();
+                used.insert(client);
+                auto r = co_await client->call(kEcho, bytes(20, i));
                 CHECK(r);
                 if (++completed == n) all_done.cancel();
             }, asio::detached);
@@ -250,10 +250,8 @@ TEST_CASE("a client pool spreads concurrent calls over its connections", "[rpc]"
         co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         CHECK(completed == n);
         CHECK(used.size() == 4);
-        for (auto* c : used) {
-            CHECK(c->connects() == 1);
-            c->close();
-        }
+        for (const auto& c : used) CHECK(c->connects() == 1);
+        pool.close();
         f.server->stop();
     });
 }

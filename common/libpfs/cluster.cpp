@@ -1,0 +1,135 @@
+#include "cluster.hpp"
+
+#include "log.hpp"
+
+namespace pfs::client {
+
+Cluster::Cluster(asio::any_io_executor ex, Endpoint mgmtd, auth::Secret secret, ClientConfig config,
+                 size_t connections_per_server)
+    : ex_(ex),
+      secret_(secret),
+      config_(config),
+      connections_per_server_(connections_per_server),
+      mgmtd_(RpcClient::create(ex, std::move(mgmtd), std::move(secret), config)) {
+    mgmtd_->on_notify([this](const Frame& frame) {
+        if (frame.header.type == PFS_MSG_MAP_CHANGED) schedule_refresh();
+    });
+    // A new connection to mgmtd carries no subscription yet, and the map
+    // may have changed while we were away.
+    mgmtd_->on_connected([this] {
+        if (refreshes_ == 0) return;  // start() subscribes the first time
+        asio::co_spawn(ex_, [this]() -> awaitable<void> {
+            (void)co_await subscribe();
+            schedule_refresh();
+        }, asio::detached);
+    });
+}
+
+Cluster::~Cluster() { close(); }
+
+void Cluster::close() {
+    mgmtd_->close();
+    for (auto& [id, pool] : storage_) pool->close();
+}
+
+awaitable<Status> Cluster::start() {
+    auto st = co_await subscribe();
+    if (!st) co_return st;
+    co_return co_await refresh();
+}
+
+awaitable<Status> Cluster::subscribe() {
+    auto body = co_await call_ok(*mgmtd_, PFS_MSG_SUBSCRIBE, Bytes{});
+    if (!body) co_return body.error();
+    co_return ok_status();
+}
+
+void Cluster::schedule_refresh() {
+    stale_ = true;
+    if (refreshing_) return;
+    asio::co_spawn(ex_, [this]() -> awaitable<void> {
+        while (stale_) {
+            auto st = co_await refresh();
+            if (!st) log::warn("cannot refresh the cluster map", {{"error", st.error().message}});
+            if (!st) break;
+        }
+    }, asio::detached);
+}
+
+awaitable<Status> Cluster::refresh() {
+    refreshing_ = true;
+    stale_ = false;
+    struct Done {
+        bool& flag;
+        ~Done() { flag = false; }
+    } done{refreshing_};
+
+    auto nodes_body = co_await call_ok(*mgmtd_, PFS_MSG_GET_NODES, encode(pfs_x_get_nodes, pfs_get_nodes{0}));
+    if (!nodes_body) co_return nodes_body.error();
+    std::vector<pfs_node_info> nodes;
+    auto st = decode_payload(*nodes_body, [&](pfs_xdr* x) {
+        xfer_list(x, nodes, pfs_x_node_info, PFS_NODE_INFO_MIN_SIZE);
+    });
+    if (!st) co_return st;
+    auto targets_body = co_await call_ok(*mgmtd_, PFS_MSG_GET_TARGETS, Bytes{});
+    if (!targets_body) co_return targets_body.error();
+    std::vector<pfs_target_info> targets;
+    st = decode_payload(*targets_body, [&](pfs_xdr* x) {
+        xfer_list(x, targets, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE);
+    });
+    if (!st) co_return st;
+
+    std::map<uint32_t, Endpoint> endpoints;
+    for (const auto& n : nodes) endpoints[n.node_id] = Endpoint{n.host, n.port};
+    std::map<uint32_t, TargetRoute> routes;
+    for (const auto& t : targets) {
+        auto ep = endpoints.find(t.node_id);
+        if (ep == endpoints.end()) continue;
+        routes[t.target_id] = TargetRoute{t.target_id, t.node_id, ep->second, t.reachability};
+    }
+    // A server that moved gets fresh connections.
+    for (auto it = pool_endpoints_.begin(); it != pool_endpoints_.end();) {
+        auto now = endpoints.find(it->first);
+        if (now == endpoints.end() || now->second != it->second) {
+            if (auto pool = storage_.find(it->first); pool != storage_.end()) {
+                pool->second->close();
+                storage_.erase(pool);
+            }
+            it = pool_endpoints_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    routes_ = std::move(routes);
+    ++refreshes_;
+    co_return ok_status();
+}
+
+Result<TargetRoute> Cluster::route(uint32_t target_id) const {
+    auto it = routes_.find(target_id);
+    if (it == routes_.end())
+        return Error{PFS_E_UNKNOWN_TARGET, "storage target " + std::to_string(target_id) + " is not in the map"};
+    return it->second;
+}
+
+awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type, Bytes payload) {
+    auto r = route(target_id);
+    if (!r) co_return r.error();
+    auto& pool = storage_[r->node_id];
+    if (!pool) {
+        pool = std::make_unique<ClientPool>(ex_, r->endpoint, secret_, connections_per_server_, config_);
+        pool_endpoints_[r->node_id] = r->endpoint;
+    }
+    auto client = pool->pick();
+    co_return co_await client->call(type, std::move(payload));
+}
+
+awaitable<Result<Bytes>> Cluster::call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload) {
+    if (!payload) co_return payload.error();
+    auto reply = co_await call_target(target_id, type, std::move(*payload));
+    if (!reply) co_return reply.error();
+    if (reply->status != PFS_OK) co_return reply_error(*reply);
+    co_return std::move(reply->body);
+}
+
+}  // namespace pfs::client

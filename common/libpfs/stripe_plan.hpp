@@ -1,0 +1,38 @@
+// Cuts a byte range of a striped file into the pieces each storage target
+// holds, so a client issues one request per piece, all at once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "result.hpp"
+
+extern "C" {
+#include "pfs_stripe.h"
+}
+
+namespace pfs::client {
+
+struct StripeLayout {
+    uint32_t chunk_size = 512u << 10;
+    std::vector<uint32_t> targets;  // target ids, in stripe order
+};
+
+struct Piece {
+    uint32_t target_index = 0;  // into StripeLayout::targets
+    uint64_t chunk_offset = 0;  // in that target's chunk file
+    uint64_t file_offset = 0;
+    uint32_t length = 0;
+};
+
+Status check_layout(const StripeLayout& layout);
+
+// Pieces of [offset, offset + length), in file order. Consecutive chunks on
+// the same target are separate pieces (they are not adjacent in the chunk
+// file unless there is one target); no piece exceeds max_piece bytes.
+std::vector<Piece> plan_io(const StripeLayout& layout, uint64_t offset, uint64_t length, uint32_t max_piece);
+
+// The chunk file size each target must have for a file of file_size bytes.
+std::vector<uint64_t> target_sizes(const StripeLayout& layout, uint64_t file_size);
+
+}  // namespace pfs::client

@@ -1,0 +1,99 @@
+#include "striped_io.hpp"
+
+#include <cstring>
+
+#include "gather.hpp"
+
+namespace pfs::client {
+namespace {
+
+pfs_chunk_ref chunk_ref(const pfs_entry_id& file, uint32_t target) { return pfs_chunk_ref{file, target}; }
+
+Result<Bytes> chunk_io_payload(const pfs_entry_id& file, uint32_t target, uint64_t offset, uint32_t length) {
+    return encode(pfs_x_chunk_io, pfs_chunk_io{chunk_ref(file, target), offset, length});
+}
+
+Status first_error(const std::vector<Result<Unit>>& results) {
+    for (const auto& r : results)
+        if (!r) return r.error();
+    return ok_status();
+}
+
+}  // namespace
+
+awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_id& file, uint64_t offset,
+                                   std::span<const uint8_t> data) {
+    if (auto st = check_layout(layout); !st) co_return st;
+    std::vector<Task<Unit>> tasks;
+    for (const Piece& p : plan_io(layout, offset, data.size(), PFS_MAX_IO)) {
+        tasks.push_back([this, &layout, &file, p, piece = data.subspan(p.file_offset - offset, p.length)]()
+                            -> awaitable<Result<Unit>> {
+            auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
+            if (!head) co_return head.error();
+            head->insert(head->end(), piece.begin(), piece.end());
+            auto body = co_await cluster_.call_target_ok(layout.targets[p.target_index], PFS_MSG_CHUNK_WRITE,
+                                                         std::move(*head));
+            if (!body) co_return body.error();
+            auto written = decode(*body, pfs_x_chunk_written);
+            if (!written) co_return written.error();
+            if (written->length != p.length) co_return Error{-EIO, "short write on a storage target"};
+            co_return Unit{};
+        });
+    }
+    co_return first_error(co_await gather(std::move(tasks)));
+}
+
+awaitable<Status> StripedIo::read(const StripeLayout& layout, const pfs_entry_id& file, uint64_t offset,
+                                  std::span<uint8_t> out) {
+    if (auto st = check_layout(layout); !st) co_return st;
+    std::vector<Task<Unit>> tasks;
+    for (const Piece& p : plan_io(layout, offset, out.size(), PFS_MAX_IO)) {
+        tasks.push_back([this, &layout, &file, p, dest = out.subspan(p.file_offset - offset, p.length)]()
+                            -> awaitable<Result<Unit>> {
+            auto body = co_await cluster_.call_target_ok(
+                layout.targets[p.target_index], PFS_MSG_CHUNK_READ,
+                chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length));
+            if (!body) co_return body.error();
+            if (body->size() > dest.size()) co_return Error{PFS_E_PROTO, "storage target returned too much data"};
+            std::memcpy(dest.data(), body->data(), body->size());
+            std::memset(dest.data() + body->size(), 0, dest.size() - body->size());
+            co_return Unit{};
+        });
+    }
+    co_return first_error(co_await gather(std::move(tasks)));
+}
+
+awaitable<Status> StripedIo::each_target(const StripeLayout& layout, uint16_t type,
+                                         std::function<Result<Bytes>(uint32_t, uint32_t)> payload) {
+    if (auto st = check_layout(layout); !st) co_return st;
+    std::vector<Task<Unit>> tasks;
+    for (uint32_t i = 0; i < layout.targets.size(); ++i) {
+        tasks.push_back([this, &layout, &payload, type, i]() -> awaitable<Result<Unit>> {
+            auto body = co_await cluster_.call_target_ok(layout.targets[i], type, payload(i, layout.targets[i]));
+            if (!body) co_return body.error();
+            co_return Unit{};
+        });
+    }
+    co_return first_error(co_await gather(std::move(tasks)));
+}
+
+awaitable<Status> StripedIo::truncate(const StripeLayout& layout, const pfs_entry_id& file, uint64_t file_size) {
+    auto sizes = target_sizes(layout, file_size);
+    co_return co_await each_target(layout, PFS_MSG_CHUNK_TRUNCATE, [&](uint32_t i, uint32_t target) {
+        return encode(pfs_x_chunk_truncate, pfs_chunk_truncate{chunk_ref(file, target), sizes[i]});
+    });
+}
+
+awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id& file) {
+    co_return co_await each_target(layout, PFS_MSG_CHUNK_SYNC, [&](uint32_t, uint32_t target) {
+        return encode(pfs_x_chunk_ref, chunk_ref(file, target));
+    });
+}
+
+awaitable<Status> StripedIo::unlink(const StripeLayout& layout, const pfs_entry_id& file) {
+    co_return co_await each_target(layout, PFS_MSG_CHUNK_UNLINK, [&](uint32_t, uint32_t target) {
+        return encode(pfs_x_chunk_ref, chunk_ref(file, target));
+    });
+}
+
+}  // namespace pfs::client
