@@ -1,0 +1,138 @@
+#include "test_cluster.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace pfs::test {
+namespace fs = std::filesystem;
+
+Process::Process(std::string name, std::vector<std::string> argv, fs::path log)
+    : name_(std::move(name)), argv_(std::move(argv)), log_(std::move(log)) {}
+
+Process::~Process() {
+    if (running()) kill(SIGKILL);
+}
+
+void Process::start() {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<char*> args;
+    for (auto& a : argv_) args.push_back(a.data());
+    args.push_back(nullptr);
+    int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) pid_ = -1;
+}
+
+void Process::kill(int signo) {
+    if (!running()) return;
+    ::kill(pid_, signo);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+}
+
+std::string Process::log_text() const {
+    std::ifstream f(log_);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+uint16_t free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
+
+namespace {
+
+std::string secret_text() {
+    auto nonce = auth::random_nonce();
+    std::string text;
+    for (uint8_t b : nonce) text += "0123456789abcdef"[b & 15];
+    return text;
+}
+
+}  // namespace
+
+TestCluster::TestCluster() : secret_(auth::Secret::from_bytes({})), mgmtd_port_(free_port()) {
+    std::string tmpl = (fs::temp_directory_path() / "pfs-system-XXXXXX").string();
+    dir_ = mkdtemp(tmpl.data());
+    std::string text = secret_text();
+    {
+        std::ofstream f(dir_ / "auth.secret");
+        f << text << "\n";
+    }
+    fs::permissions(dir_ / "auth.secret", fs::perms::owner_read | fs::perms::owner_write);
+    secret_ = auth::Secret::from_bytes(std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+TestCluster::~TestCluster() {
+    daemons_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+Process& TestCluster::start_mgmtd() {
+    std::vector<std::string> argv{std::string(PFS_BIN_DIR) + "/server/mgmtd/pfs-mgmtd", "--config", "/dev/null",
+                                  "--auth-file", (dir_ / "auth.secret").string(), "--listen", "127.0.0.1",
+                                  "--port", std::to_string(mgmtd_port_), "--data-dir", (dir_ / "mgmtd").string(),
+                                  "--probably-offline-ms", "1500", "--offline-ms", "4000"};
+    auto& p = daemons_["mgmtd"] = std::make_unique<Process>("mgmtd", argv, dir_ / "mgmtd.log");
+    p->start();
+    return *p;
+}
+
+Process& TestCluster::start_storage(const std::string& alias, int targets) {
+    std::vector<std::string> argv{std::string(PFS_BIN_DIR) + "/server/storage/pfs-storage", "--config", "/dev/null",
+                                  "--auth-file", (dir_ / "auth.secret").string(), "--listen", "127.0.0.1",
+                                  "--port", std::to_string(free_port()), "--mgmtd",
+                                  "127.0.0.1:" + std::to_string(mgmtd_port_), "--alias", alias, "--state-dir",
+                                  (dir_ / alias).string(), "--heartbeat-ms", "200"};
+    for (int i = 0; i < targets; ++i) {
+        auto t = dir_ / (alias + "-t" + std::to_string(i));
+        fs::create_directories(t);
+        argv.push_back("--targets");
+        argv.push_back(t.string());
+    }
+    auto& p = daemons_[alias] = std::make_unique<Process>(alias, argv, dir_ / (alias + ".log"));
+    p->start();
+    return *p;
+}
+
+std::string TestCluster::logs() const {
+    std::string out;
+    for (const auto& [name, p] : daemons_) out += "----- " + name + " -----\n" + p->log_text();
+    return out;
+}
+
+}  // namespace pfs::test

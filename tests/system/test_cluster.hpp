@@ -1,0 +1,84 @@
+// Real PFS daemons for system tests: spawned from the build tree with a
+// temporary directory, a fresh secret and free loopback ports; killed when
+// the test ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "auth_crypto.hpp"
+#include "rpc_client.hpp"
+
+namespace pfs::test {
+
+class Process {
+public:
+    Process(std::string name, std::vector<std::string> argv, std::filesystem::path log);
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    void start();
+    void kill(int signo);  // and reap
+    bool running() const { return pid_ > 0; }
+    std::string log_text() const;
+
+private:
+    std::string name_;
+    std::vector<std::string> argv_;
+    std::filesystem::path log_;
+    pid_t pid_ = -1;
+};
+
+uint16_t free_port();
+
+// Polls pred until true; false after the timeout.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+class TestCluster {
+public:
+    TestCluster();
+    ~TestCluster();
+
+    Process& start_mgmtd();
+    // A storage server with `targets` target directories.
+    Process& start_storage(const std::string& alias, int targets);
+    Process& daemon(const std::string& alias) { return *daemons_.at(alias); }
+
+    Endpoint mgmtd() const { return Endpoint{"127.0.0.1", mgmtd_port_}; }
+    const auth::Secret& secret() const { return secret_; }
+    const std::filesystem::path& dir() const { return dir_; }
+    // Every daemon's log, for failure reports.
+    std::string logs() const;
+
+private:
+    std::filesystem::path dir_;
+    auth::Secret secret_;
+    uint16_t mgmtd_port_;
+    std::map<std::string, std::unique_ptr<Process>> daemons_;
+};
+
+}  // namespace pfs::test
+
+namespace pfs::test {
+
+// Runs a coroutine on io until it finishes (or 60 s pass); true if it did.
+template <class F>
+bool run(asio::io_context& io, F&& body) {
+    bool done = false;
+    asio::co_spawn(io, [&]() -> awaitable<void> {
+        co_await body();
+        done = true;
+    }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
+    io.restart();
+    io.run_for(std::chrono::seconds(60));
+    return done;
+}
+
+}  // namespace pfs::test
