@@ -232,6 +232,171 @@ int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m)
 	return pfs_x_u32(x, &m->generation);
 }
 
+/* Decoded flag words must not carry unknown bits. */
+static int pfs_x_flags32(struct pfs_xdr *x, __u32 *v, __u32 known)
+{
+	if (pfs_x_u32(x, v))
+		return x->err;
+	if (pfs_xdr_decoding(x) && (*v & ~known))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_timespec(struct pfs_xdr *x, struct pfs_timespec *m)
+{
+	pfs_x_s64(x, &m->sec);
+	pfs_x_u32(x, &m->nsec);
+	if (pfs_xdr_decoding(x) && !x->err && m->nsec >= 1000000000u)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_attr(struct pfs_xdr *x, struct pfs_attr *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_u32(x, &m->mode);
+	pfs_x_u32(x, &m->uid);
+	pfs_x_u32(x, &m->gid);
+	pfs_x_u32(x, &m->nlink);
+	pfs_x_u64(x, &m->size);
+	pfs_x_timespec(x, &m->atime);
+	pfs_x_timespec(x, &m->mtime);
+	return pfs_x_timespec(x, &m->ctime);
+}
+
+int pfs_x_layout(struct pfs_xdr *x, struct pfs_layout *m)
+{
+	__u32 i;
+
+	pfs_x_u32(x, &m->chunk_size);
+	pfs_x_u32(x, &m->pool_id);
+	if (pfs_x_count(x, &m->count, PFS_STRIPE_TARGETS_MAX, 4))
+		return x->err;
+	for (i = 0; i < m->count; i++)
+		if (pfs_x_u32(x, &m->targets[i]))
+			return x->err;
+	if (pfs_xdr_decoding(x) && pfs_stripe_check(m->chunk_size, m->count))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_pattern(struct pfs_xdr *x, struct pfs_pattern *m)
+{
+	pfs_x_u32(x, &m->chunk_size);
+	pfs_x_u32(x, &m->num_targets);
+	pfs_x_u32(x, &m->pool_id);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    pfs_stripe_check(m->chunk_size, m->num_targets))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_set_pattern(struct pfs_xdr *x, struct pfs_set_pattern *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	return pfs_x_pattern(x, &m->pattern);
+}
+
+int pfs_x_name_req(struct pfs_xdr *x, struct pfs_name_req *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_create(struct pfs_xdr *x, struct pfs_create *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	pfs_x_flags32(x, &m->mode, 07777);
+	return pfs_x_flags32(x, &m->flags, PFS_CREATE_EXCL);
+}
+
+int pfs_x_symlink(struct pfs_xdr *x, struct pfs_symlink *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	return pfs_x_str(x, m->target, sizeof(m->target));
+}
+
+int pfs_x_path(struct pfs_xdr *x, struct pfs_path *m)
+{
+	return pfs_x_str(x, m->path, sizeof(m->path));
+}
+
+int pfs_x_link(struct pfs_xdr *x, struct pfs_link *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_entry_id(x, &m->dir);
+	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_rename(struct pfs_xdr *x, struct pfs_rename *m)
+{
+	pfs_x_entry_id(x, &m->src_dir);
+	pfs_x_str(x, m->src_name, sizeof(m->src_name));
+	pfs_x_entry_id(x, &m->dst_dir);
+	pfs_x_str(x, m->dst_name, sizeof(m->dst_name));
+	return pfs_x_flags32(x, &m->flags, 3);
+}
+
+int pfs_x_setattr(struct pfs_xdr *x, struct pfs_setattr *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_flags32(x, &m->valid, PFS_SET_KNOWN);
+	pfs_x_u32(x, &m->mode);
+	pfs_x_u32(x, &m->uid);
+	pfs_x_u32(x, &m->gid);
+	pfs_x_u64(x, &m->size);
+	pfs_x_timespec(x, &m->atime);
+	return pfs_x_timespec(x, &m->mtime);
+}
+
+int pfs_x_readdir(struct pfs_xdr *x, struct pfs_readdir *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_u64(x, &m->cookie);
+	pfs_x_u32(x, &m->max_entries);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    (m->max_entries == 0 || m->max_entries > PFS_READDIR_MAX))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m)
+{
+	pfs_x_u64(x, &m->next_cookie);
+	pfs_x_enum8(x, &m->eof, 1);
+	return pfs_x_count(x, &m->count, PFS_READDIR_MAX, PFS_DIRENT_MIN_SIZE);
+}
+
+int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_u64(x, &m->cookie);
+	pfs_x_u8(x, &m->type);
+	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	return pfs_x_u32(x, &m->flags);
+}
+
+int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	return pfs_x_flags32(x, &m->flags, 3);
+}
+
+int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m)
+{
+	pfs_x_capacity(x, &m->storage);
+	pfs_x_u64(x, &m->inodes_used);
+	return pfs_x_u64(x, &m->inodes_free);
+}
+
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m)
 {
 	pfs_x_entry_id(x, &m->file);
@@ -356,6 +521,48 @@ const char *pfs_msg_name(__u16 type)
 		return "SUBSCRIBE";
 	case PFS_MSG_MAP_CHANGED:
 		return "MAP_CHANGED";
+	case PFS_MSG_LOOKUP:
+		return "LOOKUP";
+	case PFS_MSG_GETATTR:
+		return "GETATTR";
+	case PFS_MSG_CREATE:
+		return "CREATE";
+	case PFS_MSG_MKDIR:
+		return "MKDIR";
+	case PFS_MSG_SYMLINK:
+		return "SYMLINK";
+	case PFS_MSG_READLINK:
+		return "READLINK";
+	case PFS_MSG_LINK:
+		return "LINK";
+	case PFS_MSG_UNLINK:
+		return "UNLINK";
+	case PFS_MSG_RMDIR:
+		return "RMDIR";
+	case PFS_MSG_RENAME:
+		return "RENAME";
+	case PFS_MSG_SETATTR:
+		return "SETATTR";
+	case PFS_MSG_READDIR:
+		return "READDIR";
+	case PFS_MSG_OPEN:
+		return "OPEN";
+	case PFS_MSG_CLOSE:
+		return "CLOSE";
+	case PFS_MSG_GETXATTR:
+		return "GETXATTR";
+	case PFS_MSG_SETXATTR:
+		return "SETXATTR";
+	case PFS_MSG_LISTXATTR:
+		return "LISTXATTR";
+	case PFS_MSG_REMOVEXATTR:
+		return "REMOVEXATTR";
+	case PFS_MSG_STATFS:
+		return "STATFS";
+	case PFS_MSG_GET_PATTERN:
+		return "GET_PATTERN";
+	case PFS_MSG_SET_PATTERN:
+		return "SET_PATTERN";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:

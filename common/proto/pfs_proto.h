@@ -13,6 +13,7 @@
 #define PFS_PROTO_H
 
 #include "pfs_xdr.h"
+#include "pfs_stripe.h"
 
 #define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
 #define PFS_PROTO_VERSION	1
@@ -33,6 +34,10 @@
 #define PFS_STATUS_MSG_MAX	256
 #define PFS_MAX_LIST		65536	/* elements in one list reply */
 #define PFS_MAX_IO		(8u << 20)	/* bytes in one chunk read/write */
+#define PFS_NAME_MAX		256	/* a directory entry's name, NUL included */
+#define PFS_PATH_MAX		4096	/* a symlink's target, NUL included */
+#define PFS_XATTR_VALUE_MAX	65536
+#define PFS_READDIR_MAX		4096	/* entries in one READDIR reply */
 #define PFS_MAX_FILE_OFFSET	(1ull << 62)
 
 enum pfs_flags {
@@ -58,6 +63,28 @@ enum pfs_msg_type {
 	PFS_MSG_SET_TARGET_STATE = 108,
 	PFS_MSG_SUBSCRIBE = 109,
 	PFS_MSG_MAP_CHANGED = 110,	/* notify */
+	/* metadata: the namespace (requests carry the caller's uid/gid) */
+	PFS_MSG_LOOKUP = 200,		/* pfs_name_req -> pfs_attr */
+	PFS_MSG_GETATTR = 201,		/* pfs_entry_id -> pfs_attr */
+	PFS_MSG_CREATE = 202,		/* pfs_create -> pfs_attr + pfs_layout */
+	PFS_MSG_MKDIR = 203,		/* pfs_create -> pfs_attr */
+	PFS_MSG_SYMLINK = 204,		/* pfs_symlink -> pfs_attr */
+	PFS_MSG_READLINK = 205,		/* pfs_entry_id -> pfs_path */
+	PFS_MSG_LINK = 206,		/* pfs_link -> pfs_attr */
+	PFS_MSG_UNLINK = 207,		/* pfs_name_req */
+	PFS_MSG_RMDIR = 208,		/* pfs_name_req */
+	PFS_MSG_RENAME = 209,		/* pfs_rename */
+	PFS_MSG_SETATTR = 210,		/* pfs_setattr -> pfs_attr */
+	PFS_MSG_READDIR = 211,		/* pfs_readdir -> pfs_dir_page + dirents */
+	PFS_MSG_OPEN = 212,		/* pfs_open -> pfs_attr + pfs_layout */
+	PFS_MSG_CLOSE = 213,		/* pfs_entry_id */
+	PFS_MSG_GETXATTR = 214,		/* pfs_xattr_req -> value bytes */
+	PFS_MSG_SETXATTR = 215,		/* pfs_xattr_req + value bytes */
+	PFS_MSG_LISTXATTR = 216,	/* pfs_entry_id -> names, NUL-separated */
+	PFS_MSG_REMOVEXATTR = 217,	/* pfs_xattr_req */
+	PFS_MSG_STATFS = 218,		/* -> pfs_statfs */
+	PFS_MSG_GET_PATTERN = 219,	/* pfs_entry_id -> pfs_pattern */
+	PFS_MSG_SET_PATTERN = 220,	/* pfs_set_pattern */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -288,6 +315,143 @@ struct pfs_map_changed {
 	__u32 changes;		/* enum pfs_map_change bits */
 };
 
+struct pfs_timespec {
+	__s64 sec;
+	__u32 nsec;		/* < 1e9 */
+};
+
+/* What stat(2) reports; mode carries the S_IFMT type bits. */
+struct pfs_attr {
+	struct pfs_entry_id id;
+	__u32 mode;
+	__u32 uid;
+	__u32 gid;
+	__u32 nlink;
+	__u64 size;
+	struct pfs_timespec atime;
+	struct pfs_timespec mtime;
+	struct pfs_timespec ctime;
+};
+
+/* A file's stripe layout: chunk size and its targets in stripe order. */
+struct pfs_layout {
+	__u32 chunk_size;
+	__u32 pool_id;
+	__u32 count;
+	__u32 targets[PFS_STRIPE_TARGETS_MAX];
+};
+
+/* What a directory hands down to new entries. */
+struct pfs_pattern {
+	__u32 chunk_size;
+	__u32 num_targets;
+	__u32 pool_id;
+};
+
+struct pfs_set_pattern {
+	struct pfs_entry_id dir;
+	struct pfs_pattern pattern;
+};
+
+struct pfs_name_req {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+};
+
+enum pfs_create_flags {
+	PFS_CREATE_EXCL = 1u << 0,	/* O_EXCL: an existing name is EEXIST */
+};
+
+struct pfs_create {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	__u32 mode;		/* permission bits */
+	__u32 flags;		/* enum pfs_create_flags */
+};
+
+struct pfs_symlink {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	char target[PFS_PATH_MAX];
+};
+
+struct pfs_path {
+	char path[PFS_PATH_MAX];
+};
+
+struct pfs_link {
+	struct pfs_entry_id id;
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+};
+
+struct pfs_rename {
+	struct pfs_entry_id src_dir;
+	char src_name[PFS_NAME_MAX];
+	struct pfs_entry_id dst_dir;
+	char dst_name[PFS_NAME_MAX];
+	__u32 flags;		/* RENAME_NOREPLACE 1, RENAME_EXCHANGE 2 */
+};
+
+enum pfs_setattr_valid {
+	PFS_SET_MODE = 1u << 0,
+	PFS_SET_UID = 1u << 1,
+	PFS_SET_GID = 1u << 2,
+	PFS_SET_SIZE = 1u << 3,
+	PFS_SET_ATIME = 1u << 4,
+	PFS_SET_MTIME = 1u << 5,
+};
+#define PFS_SET_KNOWN 0x3fu
+
+struct pfs_setattr {
+	struct pfs_entry_id id;
+	__u32 valid;		/* enum pfs_setattr_valid */
+	__u32 mode;
+	__u32 uid;
+	__u32 gid;
+	__u64 size;
+	struct pfs_timespec atime;
+	struct pfs_timespec mtime;
+};
+
+struct pfs_readdir {
+	struct pfs_entry_id dir;
+	__u64 cookie;		/* 0: from the start */
+	__u32 max_entries;	/* <= PFS_READDIR_MAX */
+};
+
+/* A READDIR reply: this, then count x struct pfs_dirent. */
+struct pfs_dir_page {
+	__u64 next_cookie;
+	__u8 eof;
+	__u32 count;
+};
+
+struct pfs_dirent {
+	struct pfs_entry_id id;
+	__u64 cookie;		/* resume after this entry */
+	__u8 type;		/* DT_* */
+	char name[PFS_NAME_MAX];
+};
+
+struct pfs_open {
+	struct pfs_entry_id id;
+	__u32 flags;		/* O_* of the opener */
+};
+
+/* SETXATTR carries the value right after this body. */
+struct pfs_xattr_req {
+	struct pfs_entry_id id;
+	char name[PFS_NAME_MAX];
+	__u32 flags;		/* XATTR_CREATE 1, XATTR_REPLACE 2 */
+};
+
+struct pfs_statfs {
+	struct pfs_capacity storage;	/* all storage targets */
+	__u64 inodes_used;		/* on the metadata servers */
+	__u64 inodes_free;
+};
+
 /* A file's chunk file on one storage target. */
 struct pfs_chunk_ref {
 	struct pfs_entry_id file;
@@ -346,6 +510,24 @@ int pfs_x_assign_pool(struct pfs_xdr *x, struct pfs_assign_pool *m);
 int pfs_x_set_target_state(struct pfs_xdr *x, struct pfs_set_target_state *m);
 int pfs_x_map_changed(struct pfs_xdr *x, struct pfs_map_changed *m);
 int pfs_x_entry_id(struct pfs_xdr *x, struct pfs_entry_id *m);
+int pfs_x_timespec(struct pfs_xdr *x, struct pfs_timespec *m);
+int pfs_x_attr(struct pfs_xdr *x, struct pfs_attr *m);
+int pfs_x_layout(struct pfs_xdr *x, struct pfs_layout *m);
+int pfs_x_pattern(struct pfs_xdr *x, struct pfs_pattern *m);
+int pfs_x_set_pattern(struct pfs_xdr *x, struct pfs_set_pattern *m);
+int pfs_x_name_req(struct pfs_xdr *x, struct pfs_name_req *m);
+int pfs_x_create(struct pfs_xdr *x, struct pfs_create *m);
+int pfs_x_symlink(struct pfs_xdr *x, struct pfs_symlink *m);
+int pfs_x_path(struct pfs_xdr *x, struct pfs_path *m);
+int pfs_x_link(struct pfs_xdr *x, struct pfs_link *m);
+int pfs_x_rename(struct pfs_xdr *x, struct pfs_rename *m);
+int pfs_x_setattr(struct pfs_xdr *x, struct pfs_setattr *m);
+int pfs_x_readdir(struct pfs_xdr *x, struct pfs_readdir *m);
+int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m);
+int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
+int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
+int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m);
+int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m);
 int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
 int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
@@ -357,5 +539,6 @@ int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
 #define PFS_TARGET_INFO_MIN_SIZE (4 * 3 + 4 + 2 + 8 + 32)
 #define PFS_POOL_INFO_MIN_SIZE	(4 + 2)
 #define PFS_TARGET_CAP_MIN_SIZE	(4 + 32)
+#define PFS_DIRENT_MIN_SIZE	(16 + 8 + 1 + 2)
 
 #endif /* PFS_PROTO_H */

@@ -51,6 +51,24 @@ FUZZ_WRAP(assign_pool)
 FUZZ_WRAP(set_target_state)
 FUZZ_WRAP(map_changed)
 FUZZ_WRAP(entry_id)
+FUZZ_WRAP(timespec)
+FUZZ_WRAP(attr)
+FUZZ_WRAP(layout)
+FUZZ_WRAP(pattern)
+FUZZ_WRAP(set_pattern)
+FUZZ_WRAP(name_req)
+FUZZ_WRAP(create)
+FUZZ_WRAP(symlink)
+FUZZ_WRAP(path)
+FUZZ_WRAP(link)
+FUZZ_WRAP(rename)
+FUZZ_WRAP(setattr)
+FUZZ_WRAP(readdir)
+FUZZ_WRAP(dirent)
+FUZZ_WRAP(open)
+FUZZ_WRAP(xattr_req)
+FUZZ_WRAP(statfs)
+FUZZ_WRAP(dir_page)
 FUZZ_WRAP(chunk_ref)
 FUZZ_WRAP(chunk_io)
 FUZZ_WRAP(chunk_truncate)
@@ -60,6 +78,11 @@ FUZZ_WRAP(chunk_written)
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
 	return ((const struct pfs_heartbeat *)body)->count;
+}
+
+static inline __u32 fuzz_dir_page_count(const void *body)
+{
+	return ((const struct pfs_dir_page *)body)->count;
 }
 
 #define FUZZ_BODY(name) \
@@ -103,6 +126,28 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(chunk_truncate),
 	FUZZ_BODY(chunk_stat),
 	FUZZ_BODY(chunk_written),
+	/* metadata */
+	FUZZ_BODY(timespec),
+	FUZZ_BODY(attr),
+	FUZZ_BODY(layout),
+	FUZZ_BODY(pattern),
+	FUZZ_BODY(set_pattern),
+	FUZZ_BODY(name_req),
+	FUZZ_BODY(create),
+	FUZZ_BODY(symlink),
+	FUZZ_BODY(path),
+	FUZZ_BODY(link),
+	FUZZ_BODY(rename),
+	FUZZ_BODY(setattr),
+	FUZZ_BODY(readdir),
+	FUZZ_BODY(dirent),
+	FUZZ_BODY(open),
+	FUZZ_BODY(xattr_req),
+	FUZZ_BODY(statfs),
+	/* READDIR reply: the page with the count, then the entries */
+	{ "dir_page", sizeof(struct pfs_dir_page), fuzz_x_dir_page,
+	  sizeof(struct pfs_dirent), fuzz_x_dirent, PFS_DIRENT_MIN_SIZE,
+	  fuzz_dir_page_count },
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

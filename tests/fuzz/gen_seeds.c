@@ -227,5 +227,55 @@ int main(int argc, char **argv)
 		SEED(chunk_stat, "1", &cs);
 		SEED(chunk_written, "1", &cw);
 	}
+	{
+		static struct pfs_attr at = { { 77, 2, 1 }, 0100644, 1000, 1000,
+					      1, 123456, { 1700000000, 5 },
+					      { 1700000001, 6 },
+					      { 1700000002, 999999999 } };
+		static struct pfs_layout lo = { 512 << 10, 1, 4,
+						{ 101, 102, 103, 104 } };
+		struct pfs_pattern pa = { 1 << 20, 2, 1 };
+		struct pfs_set_pattern sp = { { 1, 2, 0 }, { 1 << 20, 2, 1 } };
+		struct pfs_name_req nr = { { 1, 2, 0 }, "file.jpg" };
+		struct pfs_create cr = { { 1, 2, 0 }, "new", 0644,
+					 PFS_CREATE_EXCL };
+		static struct pfs_symlink sl = { { 1, 2, 0 }, "link",
+						 "../target/path" };
+		static struct pfs_path pt = { "../target/path" };
+		struct pfs_link ln = { { 77, 2, 1 }, { 1, 2, 0 }, "hard" };
+		struct pfs_rename rn = { { 1, 2, 0 }, "a", { 5, 2, 0 }, "b",
+					 1 };
+		struct pfs_setattr sa = { { 77, 2, 1 },
+					  PFS_SET_MODE | PFS_SET_SIZE, 0600,
+					  0, 0, 4096, { 0, 0 }, { 0, 0 } };
+		struct pfs_readdir rd = { { 1, 2, 0 }, 0, 128 };
+		struct pfs_dirent de = { { 77, 2, 1 }, 3, 8, "file.jpg" };
+		struct pfs_open op = { { 77, 2, 1 }, 0 };
+		struct pfs_xattr_req xr = { { 77, 2, 1 }, "user.tag", 1 };
+		struct pfs_statfs sf = { { 1000, 500, 100, 50 }, 10, 90 };
+		struct pfs_timespec ts = { 1700000000, 123 };
+		struct pfs_dirent des[2] = { { { 5, 2, 0 }, 1, 4, "." },
+					     { { 77, 2, 1 }, 3, 8, "f" } };
+		struct pfs_dir_page pg = { 3, 1, 2 };
+
+		SEED(timespec, "1", &ts);
+		SEED(attr, "1", &at);
+		SEED(layout, "1", &lo);
+		SEED(pattern, "1", &pa);
+		SEED(set_pattern, "1", &sp);
+		SEED(name_req, "1", &nr);
+		SEED(create, "1", &cr);
+		SEED(symlink, "1", &sl);
+		SEED(path, "1", &pt);
+		SEED(link, "1", &ln);
+		SEED(rename, "1", &rn);
+		SEED(setattr, "1", &sa);
+		SEED(readdir, "1", &rd);
+		SEED(dirent, "1", &de);
+		SEED(open, "1", &op);
+		SEED(xattr_req, "1", &xr);
+		SEED(statfs, "1", &sf);
+		seed("dir_page", "2", &pg, 2, des);
+	}
 	return 0;
 }
