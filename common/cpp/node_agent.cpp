@@ -131,7 +131,7 @@ awaitable<Status> NodeAgent::register_all() {
     }
     registered_on_connect_ = connect_epoch;
     log::info("registered with pfs-mgmtd", {{"node_id", node_id_}, {"targets", targets_.size()}});
-    if (on_registered_) on_registered_(node_id_);
+    for (auto& fn : on_registered_) fn(node_id_);
     co_return ok_status();
 }
 

@@ -42,8 +42,8 @@ public:
 
     uint32_t node_id() const { return node_id_; }
     const std::vector<AgentTarget>& targets() const { return targets_; }
-    // Called with the node id after each successful registration.
-    void on_registered(std::function<void(uint32_t)> fn) { on_registered_ = std::move(fn); }
+    // Each listener is called with the node id after every successful registration.
+    void on_registered(std::function<void(uint32_t)> fn) { on_registered_.push_back(std::move(fn)); }
 
 private:
     awaitable<void> run();
@@ -61,7 +61,7 @@ private:
     uint32_t node_id_ = 0;
     uint64_t registered_on_connect_ = 0;  // RpcClient::connects() at registration
     std::string last_problem_;
-    std::function<void(uint32_t)> on_registered_;
+    std::vector<std::function<void(uint32_t)>> on_registered_;
 };
 
 }  // namespace pfs

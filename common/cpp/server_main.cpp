@@ -29,8 +29,7 @@ std::vector<std::filesystem::path> split_targets(const std::vector<std::string>&
 
 }  // namespace
 
-int run_server_daemon(const ServerDaemon& spec, int argc, char** argv,
-                      const std::function<Status(RpcServer&, NodeAgent&)>& install) {
+int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const InstallFn& install) {
     log::set_component(spec.program);
     Options options(spec.program, spec.summary);
     daemon::add_auth_option(options);
@@ -87,14 +86,15 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv,
     }
     NodeIdentity identity{spec.node_type, options.get<std::string>("alias"),
                           options.get<std::string>("advertise-host"), *port};
-    NodeAgent agent(io, *mgmtd, std::move(*secret), identity, state_dir, targets,
+    DaemonContext context{io, *mgmtd, *secret, state_dir};
+    NodeAgent agent(io, *mgmtd, *secret, identity, state_dir, targets,
                     std::chrono::milliseconds(std::max(50u, options.get<unsigned>("heartbeat-ms"))));
     if (auto st = agent.load_ids(); !st) {
         log::error(st.error().message);
         return 1;
     }
     agent.on_registered([&server, &spec](uint32_t id) { server.set_identity(id, spec.node_type); });
-    if (auto st = install(server, agent); !st) {
+    if (auto st = install(server, agent, context); !st) {
         log::error(st.error().message);
         return 1;
     }

@@ -19,8 +19,17 @@ struct ServerDaemon {
     bool has_storage_targets;
 };
 
+// What a daemon's own parts may need besides the server and the agent.
+struct DaemonContext {
+    asio::io_context& io;
+    Endpoint mgmtd;
+    const auth::Secret& secret;
+    std::filesystem::path state_dir;
+};
+
+using InstallFn = std::function<Status(RpcServer&, NodeAgent&, DaemonContext&)>;
+
 // Runs the daemon until SIGINT/SIGTERM; `install` adds its request handlers.
-int run_server_daemon(const ServerDaemon& spec, int argc, char** argv,
-                      const std::function<Status(RpcServer&, NodeAgent&)>& install);
+int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const InstallFn& install);
 
 }  // namespace pfs

@@ -59,10 +59,12 @@ Result<Reply> decode_reply(std::span<const uint8_t> payload) {
 }
 
 Error reply_error(const Reply& reply) {
-    std::string text = pfs_status_name(reply.status);
-    if (reply.status > 0 && reply.status < 1000) text = errno_text(-reply.status);
+    // Errno statuses become negative errnos, as everywhere in Results; PFS's
+    // own statuses (>= 1000) stay as they are.
+    bool is_errno = reply.status > 0 && reply.status < 1000;
+    std::string text = is_errno ? errno_text(-reply.status) : pfs_status_name(reply.status);
     if (!reply.message.empty()) text += ": " + reply.message;
-    return Error{reply.status, text};
+    return Error{is_errno ? -reply.status : reply.status, text};
 }
 
 std::string errno_text(int negative_errno) {

@@ -92,7 +92,8 @@ struct Reply {
 Bytes encode_reply(const Reply& reply);
 // Splits a reply payload into status and body.
 Result<Reply> decode_reply(std::span<const uint8_t> payload);
-// An Error carrying a failed reply's status, or the status itself.
+// A failed reply as an Error: errno statuses as negative errnos, PFS
+// statuses (>= 1000) as they are.
 Error reply_error(const Reply& reply);
 
 // Copies into a fixed char[] field, refusing what does not fit.

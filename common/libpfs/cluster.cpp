@@ -29,7 +29,7 @@ Cluster::~Cluster() { close(); }
 
 void Cluster::close() {
     mgmtd_->close();
-    for (auto& [id, pool] : storage_) pool->close();
+    for (auto& [id, pool] : pools_) pool->close();
 }
 
 awaitable<Status> Cluster::start() {
@@ -79,8 +79,11 @@ awaitable<Status> Cluster::refresh() {
     });
     if (!st) co_return st;
 
-    std::map<uint32_t, Endpoint> endpoints;
-    for (const auto& n : nodes) endpoints[n.node_id] = Endpoint{n.host, n.port};
+    std::map<uint32_t, Endpoint> endpoints, meta;
+    for (const auto& n : nodes) {
+        endpoints[n.node_id] = Endpoint{n.host, n.port};
+        if (n.node_type == PFS_NODE_META) meta[n.node_id] = endpoints[n.node_id];
+    }
     std::map<uint32_t, TargetRoute> routes;
     for (const auto& t : targets) {
         auto ep = endpoints.find(t.node_id);
@@ -91,9 +94,9 @@ awaitable<Status> Cluster::refresh() {
     for (auto it = pool_endpoints_.begin(); it != pool_endpoints_.end();) {
         auto now = endpoints.find(it->first);
         if (now == endpoints.end() || now->second != it->second) {
-            if (auto pool = storage_.find(it->first); pool != storage_.end()) {
+            if (auto pool = pools_.find(it->first); pool != pools_.end()) {
                 pool->second->close();
-                storage_.erase(pool);
+                pools_.erase(pool);
             }
             it = pool_endpoints_.erase(it);
         } else {
@@ -101,7 +104,10 @@ awaitable<Status> Cluster::refresh() {
         }
     }
     routes_ = std::move(routes);
+    meta_nodes_ = std::move(meta);
+    targets_ = std::move(targets);
     ++refreshes_;
+    if (on_refresh_) on_refresh_();
     co_return ok_status();
 }
 
@@ -115,13 +121,34 @@ Result<TargetRoute> Cluster::route(uint32_t target_id) const {
 awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type, Bytes payload) {
     auto r = route(target_id);
     if (!r) co_return r.error();
-    auto& pool = storage_[r->node_id];
-    if (!pool) {
-        pool = std::make_unique<ClientPool>(ex_, r->endpoint, secret_, connections_per_server_, config_);
-        pool_endpoints_[r->node_id] = r->endpoint;
-    }
-    auto client = pool->pick();
+    auto client = pool_for(r->node_id, r->endpoint).pick();
     co_return co_await client->call(type, std::move(payload));
+}
+
+ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
+    auto& pool = pools_[node_id];
+    if (!pool) {
+        pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_);
+        pool_endpoints_[node_id] = ep;
+    }
+    return *pool;
+}
+
+Result<uint32_t> Cluster::root_meta() const {
+    if (meta_nodes_.empty()) return Error{-EHOSTUNREACH, "no metadata server is registered"};
+    return meta_nodes_.begin()->first;
+}
+
+awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload) {
+    if (!payload) co_return payload.error();
+    auto it = meta_nodes_.find(meta_node);
+    if (it == meta_nodes_.end())
+        co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
+    auto client = pool_for(meta_node, it->second).pick();
+    auto reply = co_await client->call(type, std::move(*payload));
+    if (!reply) co_return reply.error();
+    if (reply->status != PFS_OK) co_return reply_error(*reply);
+    co_return std::move(reply->body);
 }
 
 awaitable<Result<Bytes>> Cluster::call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload) {

@@ -27,10 +27,18 @@ public:
     awaitable<Status> start();
     Result<TargetRoute> route(uint32_t target_id) const;
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
+    // To the metadata server that owns an entry (pfs_entry_id::owner_node).
+    awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload);
+    // The metadata server holding the root directory: the first one registered.
+    Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.
     awaitable<Result<Bytes>> call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload);
 
     RpcClient& mgmtd() { return *mgmtd_; }
+    // The storage targets as of the last refresh.
+    const std::vector<pfs_target_info>& targets() const { return targets_; }
+    // After each refresh of the map.
+    void on_refresh(std::function<void()> fn) { on_refresh_ = std::move(fn); }
     uint64_t map_version() const { return map_version_; }
     uint64_t refreshes() const { return refreshes_; }
     void close();
@@ -45,8 +53,13 @@ private:
     ClientConfig config_;
     size_t connections_per_server_;
     std::shared_ptr<RpcClient> mgmtd_;
+    ClientPool& pool_for(uint32_t node_id, const Endpoint& ep);
+
     std::map<uint32_t, TargetRoute> routes_;
-    std::map<uint32_t, std::unique_ptr<ClientPool>> storage_;  // by node id
+    std::map<uint32_t, Endpoint> meta_nodes_;
+    std::vector<pfs_target_info> targets_;
+    std::function<void()> on_refresh_;
+    std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
     std::map<uint32_t, Endpoint> pool_endpoints_;
     uint64_t map_version_ = 0;
     uint64_t refreshes_ = 0;

@@ -190,6 +190,10 @@ struct pfs_entry_id {
 	__u32 generation;
 };
 
+/* The root directory, on the first metadata server registered. */
+#define PFS_ROOT_INO		1
+#define PFS_ROOT_GENERATION	1
+
 /* ---- message bodies ---- */
 
 struct pfs_reply_status {
@@ -400,8 +404,13 @@ enum pfs_setattr_valid {
 	PFS_SET_SIZE = 1u << 3,
 	PFS_SET_ATIME = 1u << 4,
 	PFS_SET_MTIME = 1u << 5,
+	/*
+	 * size = max(size, given), chunks untouched: writers report how far
+	 * they wrote without racing each other or truncating.
+	 */
+	PFS_SET_SIZE_EXTEND = 1u << 6,
 };
-#define PFS_SET_KNOWN 0x3fu
+#define PFS_SET_KNOWN 0x7fu
 
 struct pfs_setattr {
 	struct pfs_entry_id id;

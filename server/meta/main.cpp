@@ -1,10 +1,82 @@
-// pfs-meta: the metadata server. It owns part of the namespace; this
-// version registers, reports its metadata store's capacity and answers PING.
+// pfs-meta: the metadata server. It owns a namespace, kept in memory and
+// made durable by a journal and snapshots under its state directory, and
+// serves it over the wire; new files are striped over the storage targets
+// it learns from pfs-mgmtd.
+#include "log.hpp"
+#include "meta_store.hpp"
 #include "server_main.hpp"
+#include "service.hpp"
+#include "wire_convert.hpp"
+
+using namespace pfs;
+
+namespace {
+
+// Everything that must outlive the request handlers.
+struct MetaServer {
+    std::unique_ptr<Uring> ring;
+    std::unique_ptr<client::Cluster> cluster;
+    meta::TargetChooser chooser;
+    std::unique_ptr<meta::Service> service;
+    std::unique_ptr<meta::MetaStore> store;
+    bool opening = false;
+    bool failed = false;
+
+    Status install(RpcServer& server, NodeAgent& agent, DaemonContext& ctx) {
+        auto r = Uring::create();
+        if (!r) return r.error();
+        ring = std::move(*r);
+        cluster = std::make_unique<client::Cluster>(ctx.io.get_executor(), ctx.mgmtd, ctx.secret);
+        cluster->on_refresh([this] { chooser.update(cluster->targets()); });
+        service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser);
+        service->install();
+        // The namespace is owned by this node's id: open it once that is known.
+        agent.on_registered([this, &io = ctx.io, dir = ctx.state_dir](uint32_t node_id) {
+            if (opening) return;
+            opening = true;
+            asio::co_spawn(io, start(io, dir, node_id), asio::detached);
+        });
+        return ok_status();
+    }
+
+    awaitable<void> start(asio::io_context& io, std::filesystem::path dir, uint32_t node_id) {
+        auto opened = co_await meta::MetaStore::open(dir, node_id, meta::wall_clock_now(), *ring);
+        if (!opened) {
+            log::error(opened.error().message);
+            failed = true;
+            io.stop();
+            co_return;
+        }
+        store = std::move(*opened);
+        asio::steady_timer timer(io);
+        // Files need the storage map: serve once it is loaded.
+        while (!co_await cluster->start()) {
+            timer.expires_after(std::chrono::milliseconds(500));
+            co_await timer.async_wait(asio::use_awaitable);
+        }
+        service->attach(store->ns(), [this]() -> awaitable<Status> { co_return co_await store->sync(); });
+        log::info("namespace ready", {{"node_id", node_id}, {"seq", store->last_seq()},
+                                      {"inodes", store->ns().counts().inodes}});
+        co_await service->purge_orphans();
+        for (;;) {
+            timer.expires_after(std::chrono::seconds(1));
+            co_await timer.async_wait(asio::use_awaitable);
+            if (store->wants_checkpoint()) {
+                if (auto st = co_await store->checkpoint(); !st)
+                    log::warn("checkpoint failed", {{"error", st.error().message}});
+            }
+        }
+    }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
-    const pfs::ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
-                                 "/var/lib/pfs/meta", false};
-    return pfs::run_server_daemon(spec, argc, argv,
-                                  [](pfs::RpcServer&, pfs::NodeAgent&) { return pfs::ok_status(); });
+    const ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
+                            "/var/lib/pfs/meta", false};
+    MetaServer meta;
+    int rc = run_server_daemon(spec, argc, argv, [&meta](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) {
+        return meta.install(server, agent, ctx);
+    });
+    return meta.failed ? 1 : rc;
 }

@@ -112,12 +112,21 @@ Process& TestCluster::start_mgmtd() {
     return *p;
 }
 
+std::vector<std::string> TestCluster::server_argv(const std::string& kind, const std::string& alias) const {
+    return {std::string(PFS_BIN_DIR) + "/server/" + kind + "/pfs-" + kind, "--config", "/dev/null",
+            "--auth-file", (dir_ / "auth.secret").string(), "--listen", "127.0.0.1",
+            "--port", std::to_string(free_port()), "--mgmtd", "127.0.0.1:" + std::to_string(mgmtd_port_),
+            "--alias", alias, "--state-dir", (dir_ / alias).string(), "--heartbeat-ms", "200"};
+}
+
+Process& TestCluster::start_meta(const std::string& alias) {
+    auto& p = daemons_[alias] = std::make_unique<Process>(alias, server_argv("meta", alias), dir_ / (alias + ".log"));
+    p->start();
+    return *p;
+}
+
 Process& TestCluster::start_storage(const std::string& alias, int targets) {
-    std::vector<std::string> argv{std::string(PFS_BIN_DIR) + "/server/storage/pfs-storage", "--config", "/dev/null",
-                                  "--auth-file", (dir_ / "auth.secret").string(), "--listen", "127.0.0.1",
-                                  "--port", std::to_string(free_port()), "--mgmtd",
-                                  "127.0.0.1:" + std::to_string(mgmtd_port_), "--alias", alias, "--state-dir",
-                                  (dir_ / alias).string(), "--heartbeat-ms", "200"};
+    std::vector<std::string> argv = server_argv("storage", alias);
     for (int i = 0; i < targets; ++i) {
         auto t = dir_ / (alias + "-t" + std::to_string(i));
         fs::create_directories(t);

@@ -49,6 +49,7 @@ public:
     Process& start_mgmtd();
     // A storage server with `targets` target directories.
     Process& start_storage(const std::string& alias, int targets);
+    Process& start_meta(const std::string& alias);
     Process& daemon(const std::string& alias) { return *daemons_.at(alias); }
 
     Endpoint mgmtd() const { return Endpoint{"127.0.0.1", mgmtd_port_}; }
@@ -58,6 +59,8 @@ public:
     std::string logs() const;
 
 private:
+    std::vector<std::string> server_argv(const std::string& kind, const std::string& alias) const;
+
     std::filesystem::path dir_;
     auth::Secret secret_;
     uint16_t mgmtd_port_;

@@ -1,0 +1,376 @@
+#include "filesystem.hpp"
+
+#include <algorithm>
+#include <memory>
+
+namespace pfs::client {
+namespace {
+
+std::vector<std::string_view> components(std::string_view path) {
+    std::vector<std::string_view> parts;
+    size_t i = 0;
+    while (i < path.size()) {
+        size_t j = path.find('/', i);
+        if (j == std::string_view::npos) j = path.size();
+        if (j > i) parts.push_back(path.substr(i, j - i));
+        i = j + 1;
+    }
+    return parts;
+}
+
+Result<Bytes> name_req(const pfs_entry_id& dir, std::string_view name) {
+    pfs_name_req m{dir, {}};
+    if (!set_field(m.name, name)) return Error{-ENAMETOOLONG, "name too long: " + std::string(name)};
+    return encode(pfs_x_name_req, m);
+}
+
+Result<Bytes> xattr_req(const pfs_entry_id& id, std::string_view name, uint32_t flags) {
+    pfs_xattr_req m{id, {}, flags};
+    if (!set_field(m.name, name)) return Error{-ERANGE, "xattr name too long"};
+    return encode(pfs_x_xattr_req, m);
+}
+
+StripeLayout from_wire(const pfs_layout& l) {
+    StripeLayout out;
+    out.chunk_size = l.chunk_size;
+    out.targets.assign(l.targets, l.targets + l.count);
+    return out;
+}
+
+// An attribute, then (files) a layout.
+Result<OpenFile> decode_open(const Bytes& body) {
+    OpenFile f;
+    auto wire = std::make_unique<pfs_layout>();
+    bool has_layout = false;
+    auto st = decode_payload(body, [&](pfs_xdr* x) {
+        if (pfs_x_attr(x, &f.attr)) return;
+        if (pfs_xdr_remaining(x) > 0) {
+            has_layout = true;
+            pfs_x_layout(x, wire.get());
+        }
+    });
+    if (!st) return st.error();
+    if (has_layout) f.layout = from_wire(*wire);
+    return f;
+}
+
+}  // namespace
+
+awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
+    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload));
+}
+
+awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
+    auto body = co_await meta(owner, type, std::move(payload));
+    if (!body) co_return body.error();
+    co_return decode(*body, pfs_x_attr);
+}
+
+awaitable<Result<pfs_entry_id>> FileSystem::root() {
+    auto node = cluster_.root_meta();
+    if (!node) co_return node.error();
+    co_return pfs_entry_id{PFS_ROOT_INO, *node, PFS_ROOT_GENERATION};
+}
+
+awaitable<Result<pfs_attr>> FileSystem::resolve(std::string_view path) {
+    auto dir = co_await root();
+    if (!dir) co_return dir.error();
+    auto attr = co_await attr_call(*dir, PFS_MSG_GETATTR, encode(pfs_x_entry_id, *dir));
+    for (auto name : components(path)) {
+        if (!attr) break;
+        attr = co_await attr_call(attr->id, PFS_MSG_LOOKUP, name_req(attr->id, name));
+    }
+    co_return attr;
+}
+
+awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_view path) {
+    auto parts = components(path);
+    if (parts.empty()) co_return Error{-EINVAL, "the root has no parent"};
+    std::string dir_path;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) (dir_path += '/') += parts[i];
+    auto dir = co_await resolve(dir_path);
+    if (!dir) co_return dir.error();
+    if ((dir->mode & S_IFMT) != S_IFDIR) co_return Error{-ENOTDIR, dir_path + " is not a directory"};
+    co_return Parent{dir->id, std::string(parts.back())};
+}
+
+awaitable<Result<pfs_attr>> FileSystem::stat(std::string_view path) { co_return co_await resolve(path); }
+
+awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    pfs_create m{parent->dir, {}, mode, 0};
+    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+    co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR, encode(pfs_x_create, m));
+}
+
+awaitable<Status> FileSystem::rmdir(std::string_view path) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    auto r = co_await meta(parent->dir, PFS_MSG_RMDIR, name_req(parent->dir, parent->name));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Status> FileSystem::unlink(std::string_view path) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    auto r = co_await meta(parent->dir, PFS_MSG_UNLINK, name_req(parent->dir, parent->name));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Status> FileSystem::rename(std::string_view from, std::string_view to, uint32_t flags) {
+    auto src = co_await resolve_parent(from);
+    if (!src) co_return src.error();
+    auto dst = co_await resolve_parent(to);
+    if (!dst) co_return dst.error();
+    auto m = std::make_unique<pfs_rename>();
+    m->src_dir = src->dir;
+    m->dst_dir = dst->dir;
+    m->flags = flags;
+    if (!set_field(m->src_name, src->name) || !set_field(m->dst_name, dst->name))
+        co_return Error{-ENAMETOOLONG, "name too long"};
+    auto payload = encode_payload([&](pfs_xdr* x) { pfs_x_rename(x, m.get()); });
+    auto r = co_await meta(src->dir, PFS_MSG_RENAME, std::move(payload));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Result<pfs_attr>> FileSystem::link(std::string_view existing, std::string_view path) {
+    auto target = co_await resolve(existing);
+    if (!target) co_return target.error();
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    pfs_link m{target->id, parent->dir, {}};
+    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+    co_return co_await attr_call(parent->dir, PFS_MSG_LINK, encode(pfs_x_link, m));
+}
+
+awaitable<Result<pfs_attr>> FileSystem::symlink(std::string_view target, std::string_view path) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    auto m = std::make_unique<pfs_symlink>();
+    m->dir = parent->dir;
+    if (!set_field(m->name, parent->name) || !set_field(m->target, target))
+        co_return Error{-ENAMETOOLONG, "name or target too long"};
+    auto payload = encode_payload([&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); });
+    co_return co_await attr_call(parent->dir, PFS_MSG_SYMLINK, std::move(payload));
+}
+
+awaitable<Result<std::string>> FileSystem::readlink(std::string_view path) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    auto body = co_await meta(attr->id, PFS_MSG_READLINK, encode(pfs_x_entry_id, attr->id));
+    if (!body) co_return body.error();
+    auto p = std::make_unique<pfs_path>();
+    auto st = decode_payload(*body, [&](pfs_xdr* x) { pfs_x_path(x, p.get()); });
+    if (!st) co_return st.error();
+    co_return std::string(p->path);
+}
+
+awaitable<Result<std::vector<Entry>>> FileSystem::readdir(std::string_view path) {
+    auto dir = co_await resolve(path);
+    if (!dir) co_return dir.error();
+    std::vector<Entry> entries;
+    pfs_readdir req{dir->id, 0, 1024};
+    for (;;) {
+        auto body = co_await meta(dir->id, PFS_MSG_READDIR, encode(pfs_x_readdir, req));
+        if (!body) co_return body.error();
+        pfs_dir_page page{};
+        std::vector<pfs_dirent> ents;
+        auto st = decode_payload(*body, [&](pfs_xdr* x) {
+            if (pfs_x_dir_page(x, &page)) return;
+            ents.resize(page.count);
+            for (auto& e : ents)
+                if (pfs_x_dirent(x, &e)) return;
+        });
+        if (!st) co_return st.error();
+        for (const auto& e : ents) entries.push_back(Entry{e.name, e.id, e.type});
+        if (page.eof || ents.empty()) break;
+        req.cookie = page.next_cookie;
+    }
+    co_return entries;
+}
+
+awaitable<Result<pfs_attr>> FileSystem::setattr(std::string_view path, const pfs_setattr& changes) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    pfs_setattr m = changes;
+    m.id = attr->id;
+    co_return co_await attr_call(attr->id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
+}
+
+awaitable<Status> FileSystem::truncate(std::string_view path, uint64_t size) {
+    pfs_setattr m{};
+    m.valid = PFS_SET_SIZE;
+    m.size = size;
+    auto r = co_await setattr(path, m);
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Status> FileSystem::set_xattr(std::string_view path, std::string_view name, std::string_view value,
+                                        uint32_t flags) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    auto payload = xattr_req(attr->id, name, flags);
+    if (payload) payload->insert(payload->end(), value.begin(), value.end());
+    auto r = co_await meta(attr->id, PFS_MSG_SETXATTR, std::move(payload));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Result<std::string>> FileSystem::get_xattr(std::string_view path, std::string_view name) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    auto body = co_await meta(attr->id, PFS_MSG_GETXATTR, xattr_req(attr->id, name, 0));
+    if (!body) co_return body.error();
+    co_return std::string(body->begin(), body->end());
+}
+
+awaitable<Result<std::vector<std::string>>> FileSystem::list_xattrs(std::string_view path) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    auto body = co_await meta(attr->id, PFS_MSG_LISTXATTR, encode(pfs_x_entry_id, attr->id));
+    if (!body) co_return body.error();
+    std::vector<std::string> names;
+    std::string current;
+    for (uint8_t c : *body) {
+        if (c == 0) {
+            names.push_back(std::move(current));
+            current.clear();
+        } else {
+            current += static_cast<char>(c);
+        }
+    }
+    co_return names;
+}
+
+awaitable<Status> FileSystem::remove_xattr(std::string_view path, std::string_view name) {
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    auto r = co_await meta(attr->id, PFS_MSG_REMOVEXATTR, xattr_req(attr->id, name, 0));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Result<pfs_statfs>> FileSystem::statfs() {
+    auto dir = co_await root();
+    if (!dir) co_return dir.error();
+    auto body = co_await meta(*dir, PFS_MSG_STATFS, Bytes{});
+    if (!body) co_return body.error();
+    co_return decode(*body, pfs_x_statfs);
+}
+
+awaitable<Result<pfs_pattern>> FileSystem::get_pattern(std::string_view path) {
+    auto dir = co_await resolve(path);
+    if (!dir) co_return dir.error();
+    auto body = co_await meta(dir->id, PFS_MSG_GET_PATTERN, encode(pfs_x_entry_id, dir->id));
+    if (!body) co_return body.error();
+    co_return decode(*body, pfs_x_pattern);
+}
+
+awaitable<Status> FileSystem::set_pattern(std::string_view path, const pfs_pattern& pattern) {
+    auto dir = co_await resolve(path);
+    if (!dir) co_return dir.error();
+    auto r = co_await meta(dir->id, PFS_MSG_SET_PATTERN, encode(pfs_x_set_pattern, pfs_set_pattern{dir->id, pattern}));
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+awaitable<Result<StripeLayout>> FileSystem::layout(std::string_view path) {
+    auto file = co_await open(path, O_RDONLY);
+    if (!file) co_return file.error();
+    auto layout = file->layout;
+    (void)co_await close(*file);
+    co_return layout;
+}
+
+awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, uint32_t mode) {
+    Result<Bytes> body = Error{};
+    if (flags & O_CREAT) {
+        auto parent = co_await resolve_parent(path);
+        if (!parent) co_return parent.error();
+        pfs_create m{parent->dir, {}, mode & 07777, (flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u};
+        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m));
+        if (!body) co_return body.error();
+        auto created = decode_open(*body);
+        if (!created) co_return created.error();
+        // A create is not an open on the server: register the open too.
+        body = co_await meta(created->attr.id, PFS_MSG_OPEN,
+                             encode(pfs_x_open, pfs_open{created->attr.id, static_cast<uint32_t>(flags)}));
+    } else {
+        auto attr = co_await resolve(path);
+        if (!attr) co_return attr.error();
+        body = co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, static_cast<uint32_t>(flags)}));
+    }
+    if (!body) co_return body.error();
+    auto file = decode_open(*body);
+    if (!file) co_return file.error();
+    if ((file->attr.mode & S_IFMT) == S_IFDIR && (flags & O_ACCMODE) != O_RDONLY) {
+        (void)co_await close(*file);
+        co_return Error{-EISDIR, std::string(path) + " is a directory"};
+    }
+    if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && file->attr.size > 0) {
+        pfs_setattr m{};
+        m.id = file->attr.id;
+        m.valid = PFS_SET_SIZE;
+        auto attr = co_await attr_call(file->attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
+        if (!attr) co_return attr.error();
+        file->attr = *attr;
+    }
+    co_return file;
+}
+
+awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std::span<uint8_t> out) {
+    // Our own writes count even before the metadata server has heard of them.
+    uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
+    if (offset >= size) co_return size_t{0};
+    size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
+    auto st = co_await io_.read(file.layout, file.attr.id, offset, out.first(n));
+    if (!st) co_return st.error();
+    co_return n;
+}
+
+awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
+    if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
+    auto st = co_await io_.write(file.layout, file.attr.id, offset, data);
+    if (!st) co_return st;
+    file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
+    co_return ok_status();
+}
+
+awaitable<Status> FileSystem::report_size(OpenFile& file) {
+    if (file.written_end <= file.attr.size) co_return ok_status();
+    pfs_setattr m{};
+    m.id = file.attr.id;
+    m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME;
+    m.size = file.written_end;
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+    m.mtime = pfs_timespec{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000)};
+    auto attr = co_await attr_call(file.attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
+    if (!attr) co_return attr.error();
+    file.attr = *attr;
+    co_return ok_status();
+}
+
+awaitable<Status> FileSystem::fsync(OpenFile& file) {
+    if ((file.attr.mode & S_IFMT) == S_IFREG) {
+        auto st = co_await io_.sync(file.layout, file.attr.id);
+        if (!st) co_return st;
+    }
+    co_return co_await report_size(file);
+}
+
+awaitable<Status> FileSystem::close(OpenFile& file) {
+    auto st = co_await report_size(file);
+    auto r = co_await meta(file.attr.id, PFS_MSG_CLOSE, encode(pfs_x_entry_id, file.attr.id));
+    if (!st) co_return st;
+    if (!r) co_return r.error();
+    co_return ok_status();
+}
+
+}  // namespace pfs::client

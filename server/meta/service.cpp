@@ -1,0 +1,341 @@
+#include "service.hpp"
+
+#include <chrono>
+
+#include "log.hpp"
+#include "wire_convert.hpp"
+
+namespace pfs::meta {
+namespace {
+
+Timespec now() { return wall_clock_now(); }
+
+template <class M>
+Result<M> body(const Request& req, int (*xfer)(pfs_xdr*, M*)) {
+    return decode(req.frame.payload, xfer);
+}
+
+Reply malformed(uint16_t type) { return Reply::fail(PFS_E_PROTO, std::string("malformed ") + pfs_msg_name(type)); }
+
+template <class M>
+Result<Reply> ok_with(int (*xfer)(pfs_xdr*, M*), M msg) {
+    auto b = encode(xfer, msg);
+    if (!b) return b.error();
+    return Reply::ok(std::move(*b));
+}
+
+Result<Reply> ok_empty(const Status& st) {
+    if (!st) return st.error();
+    return Reply::ok();
+}
+
+// A CREATE or OPEN reply: the attributes, then the layout of a file.
+Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layout) {
+    pfs_attr a = to_wire(attr);
+    pfs_layout l = layout ? to_wire(*layout) : pfs_layout{};
+    auto b = encode_payload([&](pfs_xdr* x) {
+        pfs_x_attr(x, &a);
+        if (layout) pfs_x_layout(x, &l);
+    });
+    if (!b) return b.error();
+    return Reply::ok(std::move(*b));
+}
+
+client::StripeLayout client_layout(const StripeLayout& l) {
+    client::StripeLayout c;
+    c.chunk_size = l.chunk_size;
+    c.targets = l.targets;
+    return c;
+}
+
+}  // namespace
+
+Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser)
+    : ex_(ex),
+      server_(server), cluster_(cluster), files_(cluster), chooser_(chooser) {}
+
+void Service::attach(Namespace& ns, Durable durable) {
+    ns_ = &ns;
+    durable_ = std::move(durable);
+}
+
+void Service::install() {
+    auto bind = [this](uint16_t type, Method method) {
+        server_.handle(type, [this, method](Request& req) -> awaitable<Reply> {
+            if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
+            co_return co_await (this->*method)(req);
+        });
+    };
+    bind(PFS_MSG_LOOKUP, &Service::on_lookup);
+    bind(PFS_MSG_GETATTR, &Service::on_getattr);
+    bind(PFS_MSG_CREATE, &Service::on_create);
+    bind(PFS_MSG_MKDIR, &Service::on_mkdir);
+    bind(PFS_MSG_SYMLINK, &Service::on_symlink);
+    bind(PFS_MSG_READLINK, &Service::on_readlink);
+    bind(PFS_MSG_LINK, &Service::on_link);
+    bind(PFS_MSG_UNLINK, &Service::on_unlink);
+    bind(PFS_MSG_RMDIR, &Service::on_rmdir);
+    bind(PFS_MSG_RENAME, &Service::on_rename);
+    bind(PFS_MSG_SETATTR, &Service::on_setattr);
+    bind(PFS_MSG_READDIR, &Service::on_readdir);
+    bind(PFS_MSG_OPEN, &Service::on_open);
+    bind(PFS_MSG_CLOSE, &Service::on_close);
+    bind(PFS_MSG_GETXATTR, &Service::on_getxattr);
+    bind(PFS_MSG_SETXATTR, &Service::on_setxattr);
+    bind(PFS_MSG_LISTXATTR, &Service::on_listxattr);
+    bind(PFS_MSG_REMOVEXATTR, &Service::on_removexattr);
+    bind(PFS_MSG_STATFS, &Service::on_statfs);
+    bind(PFS_MSG_GET_PATTERN, &Service::on_get_pattern);
+    bind(PFS_MSG_SET_PATTERN, &Service::on_set_pattern);
+}
+
+awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
+    if (!reply) co_return Reply::from(reply.error());
+    auto st = co_await durable_();
+    if (!st) {
+        log::error("metadata change not durable", {{"error", st.error().message}});
+        co_return Reply::from(st.error());
+    }
+    if (freed) delete_chunks(std::move(*freed));
+    co_return std::move(*reply);
+}
+
+awaitable<Reply> Service::attr_reply(Result<Attr> attr) {
+    if (!attr) co_return Reply::from(attr.error());
+    co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
+}
+
+awaitable<void> Service::purge_orphans() {
+    for (const auto& id : ns_->orphans()) {
+        auto freed = ns_->purge_orphan(id);
+        if (!freed) continue;  // open again meanwhile
+        auto st = co_await durable_();
+        if (!st) co_return;
+        if (*freed) delete_chunks(std::move(**freed));
+    }
+}
+
+void Service::delete_chunks(FreedFile freed) {
+    // After the reply: a storage server that is down leaves orphan chunks
+    // for fsck, never a failed unlink.
+    asio::co_spawn(ex_, [this, freed = std::move(freed)]() -> awaitable<void> {
+        auto st = co_await files_.unlink(client_layout(freed.layout), freed.id);
+        if (!st)
+            log::warn("cannot delete a removed file's chunks; fsck will find them",
+                      {{"ino", freed.id.ino}, {"error", st.error().message}});
+    }, asio::detached);
+}
+
+awaitable<Reply> Service::on_lookup(Request& req) {
+    auto m = body(req, pfs_x_name_req);
+    if (!m) co_return malformed(PFS_MSG_LOOKUP);
+    auto attr = ns_->lookup(m->dir, m->name);
+    co_return attr ? Reply::ok(*encode(pfs_x_attr, to_wire(*attr))) : Reply::from(attr.error());
+}
+
+awaitable<Reply> Service::on_getattr(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_GETATTR);
+    auto attr = ns_->getattr(*m);
+    co_return attr ? Reply::ok(*encode(pfs_x_attr, to_wire(*attr))) : Reply::from(attr.error());
+}
+
+awaitable<Reply> Service::on_create(Request& req) {
+    auto m = body(req, pfs_x_create);
+    if (!m) co_return malformed(PFS_MSG_CREATE);
+    auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
+    auto created = ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
+                               (m->flags & PFS_CREATE_EXCL) != 0);
+    if (!created) co_return Reply::from(created.error());
+    co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
+}
+
+awaitable<Reply> Service::on_mkdir(Request& req) {
+    auto m = body(req, pfs_x_create);
+    if (!m) co_return malformed(PFS_MSG_MKDIR);
+    co_return co_await attr_reply(
+        ns_->mkdir(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now()));
+}
+
+awaitable<Reply> Service::on_symlink(Request& req) {
+    auto m = std::make_unique<pfs_symlink>();
+    if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); }))
+        co_return malformed(PFS_MSG_SYMLINK);
+    co_return co_await attr_reply(
+        ns_->symlink(m->dir, m->name, m->target, req.frame.header.uid, req.frame.header.gid, now()));
+}
+
+awaitable<Reply> Service::on_readlink(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_READLINK);
+    auto target = ns_->readlink(*m);
+    if (!target) co_return Reply::from(target.error());
+    auto path = std::make_unique<pfs_path>();
+    if (!set_field(path->path, *target)) co_return Reply::fail(ENAMETOOLONG, "symlink target too long");
+    co_return Reply::ok(*encode_payload([&](pfs_xdr* x) { pfs_x_path(x, path.get()); }));
+}
+
+awaitable<Reply> Service::on_link(Request& req) {
+    auto m = body(req, pfs_x_link);
+    if (!m) co_return malformed(PFS_MSG_LINK);
+    co_return co_await attr_reply(ns_->link(m->id, m->dir, m->name, now()));
+}
+
+awaitable<Reply> Service::on_unlink(Request& req) {
+    auto m = body(req, pfs_x_name_req);
+    if (!m) co_return malformed(PFS_MSG_UNLINK);
+    auto out = ns_->unlink(m->dir, m->name, now());
+    if (!out) co_return Reply::from(out.error());
+    co_return co_await finish(Reply::ok(), out->freed);
+}
+
+awaitable<Reply> Service::on_rmdir(Request& req) {
+    auto m = body(req, pfs_x_name_req);
+    if (!m) co_return malformed(PFS_MSG_RMDIR);
+    auto out = ns_->rmdir(m->dir, m->name, now());
+    if (!out) co_return Reply::from(out.error());
+    co_return co_await finish(Reply::ok());
+}
+
+awaitable<Reply> Service::on_rename(Request& req) {
+    auto m = std::make_unique<pfs_rename>();
+    if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_rename(x, m.get()); }))
+        co_return malformed(PFS_MSG_RENAME);
+    auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
+    if (!out) co_return Reply::from(out.error());
+    co_return co_await finish(Reply::ok(), out->freed);
+}
+
+awaitable<Reply> Service::on_setattr(Request& req) {
+    auto m = body(req, pfs_x_setattr);
+    if (!m) co_return malformed(PFS_MSG_SETATTR);
+    AttrChanges changes;
+    if (m->valid & PFS_SET_MODE) changes.mode = m->mode;
+    if (m->valid & PFS_SET_UID) changes.uid = m->uid;
+    if (m->valid & PFS_SET_GID) changes.gid = m->gid;
+    if (m->valid & PFS_SET_ATIME) changes.atime = from_wire(m->atime);
+    if (m->valid & PFS_SET_MTIME) changes.mtime = from_wire(m->mtime);
+    auto current = ns_->getattr(m->id);
+    if (!current) co_return Reply::from(current.error());
+    if (m->valid & PFS_SET_SIZE_EXTEND) {
+        if (m->size > current->size) changes.size = m->size;
+    } else if (m->valid & PFS_SET_SIZE) {
+        changes.size = m->size;
+        // Cut the chunks before the smaller size is committed: a crash in
+        // between leaves zeros past the old end, never old data that a
+        // later extension would expose.
+        auto layout = ns_->layout(m->id);
+        if (layout && m->size < current->size) {
+            auto st = co_await files_.truncate(client_layout(*layout), m->id, m->size);
+            if (!st) co_return Reply::from(st.error());
+        }
+    }
+    auto out = ns_->setattr(m->id, changes, now());
+    if (!out) co_return Reply::from(out.error());
+    co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
+}
+
+awaitable<Reply> Service::on_readdir(Request& req) {
+    auto m = body(req, pfs_x_readdir);
+    if (!m) co_return malformed(PFS_MSG_READDIR);
+    auto page = ns_->readdir(m->dir, m->cookie, m->max_entries);
+    if (!page) co_return Reply::from(page.error());
+    pfs_dir_page head{page->next_cookie, static_cast<uint8_t>(page->eof ? 1 : 0),
+                      static_cast<uint32_t>(page->entries.size())};
+    auto out = encode_payload([&](pfs_xdr* x) {
+        if (pfs_x_dir_page(x, &head)) return;
+        for (const auto& e : page->entries) {
+            pfs_dirent d{e.id, e.cookie, e.type, {}};
+            set_field(d.name, e.name);
+            if (pfs_x_dirent(x, &d)) return;
+        }
+    });
+    co_return out ? Reply::ok(std::move(*out)) : Reply::from(out.error());
+}
+
+awaitable<Reply> Service::on_open(Request& req) {
+    auto m = body(req, pfs_x_open);
+    if (!m) co_return malformed(PFS_MSG_OPEN);
+    auto attr = ns_->getattr(m->id);
+    if (!attr) co_return Reply::from(attr.error());
+    auto reply = attr_and_layout(*attr, ns_->layout(m->id));
+    if (!reply) co_return Reply::from(reply.error());
+    // Not journaled: after a restart nothing is open.
+    if (auto st = ns_->open(m->id); !st) co_return Reply::from(st.error());
+    co_return std::move(*reply);
+}
+
+awaitable<Reply> Service::on_close(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_CLOSE);
+    auto freed = ns_->close(*m);
+    if (!freed) co_return Reply::from(freed.error());
+    co_return co_await finish(Reply::ok(), *freed);
+}
+
+awaitable<Reply> Service::on_getxattr(Request& req) {
+    auto m = body(req, pfs_x_xattr_req);
+    if (!m) co_return malformed(PFS_MSG_GETXATTR);
+    auto value = ns_->get_xattr(m->id, m->name);
+    if (!value) co_return Reply::from(value.error());
+    co_return Reply::ok(Bytes(value->begin(), value->end()));
+}
+
+awaitable<Reply> Service::on_setxattr(Request& req) {
+    pfs_xattr_req m{};
+    pfs_xdr x;
+    const auto& payload = req.frame.payload;
+    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
+    if (pfs_x_xattr_req(&x, &m) || payload.size() - x.pos > PFS_XATTR_VALUE_MAX)
+        co_return malformed(PFS_MSG_SETXATTR);
+    std::string value(payload.begin() + x.pos, payload.end());
+    co_return co_await finish(ok_empty(ns_->set_xattr(m.id, m.name, value, m.flags, now())));
+}
+
+awaitable<Reply> Service::on_listxattr(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_LISTXATTR);
+    auto names = ns_->list_xattrs(*m);
+    if (!names) co_return Reply::from(names.error());
+    Bytes out;
+    for (const auto& n : *names) {
+        out.insert(out.end(), n.begin(), n.end());
+        out.push_back(0);
+    }
+    co_return Reply::ok(std::move(out));
+}
+
+awaitable<Reply> Service::on_removexattr(Request& req) {
+    auto m = body(req, pfs_x_xattr_req);
+    if (!m) co_return malformed(PFS_MSG_REMOVEXATTR);
+    co_return co_await finish(ok_empty(ns_->remove_xattr(m->id, m->name, now())));
+}
+
+awaitable<Reply> Service::on_statfs(Request& req) {
+    if (!req.frame.payload.empty()) co_return malformed(PFS_MSG_STATFS);
+    pfs_statfs s{};
+    for (const auto& t : cluster_.targets()) {
+        s.storage.bytes_total += t.cap.bytes_total;
+        s.storage.bytes_free += t.cap.bytes_free;
+        s.storage.inodes_total += t.cap.inodes_total;
+        s.storage.inodes_free += t.cap.inodes_free;
+    }
+    s.inodes_used = ns_->counts().inodes;
+    s.inodes_free = UINT32_MAX;  // the namespace is limited by memory, not a table
+    co_return Reply::ok(*encode(pfs_x_statfs, s));
+}
+
+awaitable<Reply> Service::on_get_pattern(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_GET_PATTERN);
+    auto p = ns_->pattern(*m);
+    co_return p ? Reply::ok(*encode(pfs_x_pattern, to_wire(*p))) : Reply::from(p.error());
+}
+
+awaitable<Reply> Service::on_set_pattern(Request& req) {
+    auto m = body(req, pfs_x_set_pattern);
+    if (!m) co_return malformed(PFS_MSG_SET_PATTERN);
+    co_return co_await finish(ok_empty(ns_->set_pattern(m->dir, from_wire(m->pattern), now())));
+}
+
+}  // namespace pfs::meta

@@ -1,0 +1,39 @@
+// Namespace values to and from their wire forms.
+#pragma once
+
+#include <chrono>
+
+#include "inode.hpp"
+
+extern "C" {
+#include "pfs_proto.h"
+}
+
+namespace pfs::meta {
+
+inline Timespec wall_clock_now() {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch()).count();
+    return Timespec{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000)};
+}
+
+inline pfs_timespec to_wire(const Timespec& t) { return pfs_timespec{t.sec, t.nsec}; }
+inline Timespec from_wire(const pfs_timespec& t) { return Timespec{t.sec, t.nsec}; }
+
+inline pfs_attr to_wire(const Attr& a) {
+    return pfs_attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime)};
+}
+
+inline pfs_layout to_wire(const StripeLayout& l) {
+    pfs_layout w{};
+    w.chunk_size = l.chunk_size;
+    w.pool_id = l.pool_id;
+    w.count = static_cast<uint32_t>(std::min<size_t>(l.targets.size(), PFS_STRIPE_TARGETS_MAX));
+    for (uint32_t i = 0; i < w.count; ++i) w.targets[i] = l.targets[i];
+    return w;
+}
+
+inline pfs_pattern to_wire(const StripePattern& p) { return pfs_pattern{p.chunk_size, p.num_targets, p.pool_id}; }
+inline StripePattern from_wire(const pfs_pattern& p) { return StripePattern{p.chunk_size, p.num_targets, p.pool_id}; }
+
+}  // namespace pfs::meta

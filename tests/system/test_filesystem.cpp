@@ -1,0 +1,167 @@
+// libpfs's file system API against real pfs-mgmtd, pfs-meta and pfs-storage
+// processes: POSIX namespace semantics, striped contents, xattrs, unlink of
+// open files, and a metadata server killed with -9 losing nothing it
+// acknowledged.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <random>
+
+#include "filesystem.hpp"
+#include "test_cluster.hpp"
+
+using namespace pfs;
+using namespace pfs::client;
+using pfs::test::TestCluster;
+using namespace std::chrono_literals;
+
+// Fails with the error's message, not just "false".
+#define REQUIRE_OK(expr)                                                      \
+    do {                                                                      \
+        auto result_ = (expr);                                                \
+        INFO((result_ ? std::string("ok") : result_.error().message));        \
+        REQUIRE(result_);                                                     \
+    } while (0)
+
+namespace {
+
+Bytes random_bytes(size_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Bytes b(n);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    return b;
+}
+
+size_t chunk_files(const std::filesystem::path& dir) {
+    size_t n = 0;
+    for (auto& e : std::filesystem::recursive_directory_iterator(dir))
+        if (e.is_regular_file() && e.path().filename().string().find('-') != std::string::npos &&
+            e.path().string().find("/chunks/") != std::string::npos)
+            ++n;
+    return n;
+}
+
+awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
+    asio::steady_timer t(io, d);
+    co_await t.async_wait(asio::use_awaitable);
+}
+
+// Until the metadata server answers (it needs the storage map first).
+awaitable<bool> wait_ready(asio::io_context& io, Cluster& cluster, FileSystem& fs) {
+    for (int i = 0; i < 300; ++i) {
+        (void)co_await cluster.start();
+        auto st = co_await fs.statfs();
+        if (st && cluster.targets().size() == 4) co_return true;
+        co_await pause(io, 50ms);
+    }
+    co_return false;
+}
+
+Bytes write_file(size_t size, uint64_t seed) { return random_bytes(size, seed); }
+
+}  // namespace
+
+TEST_CASE("files and directories through libpfs, surviving a metadata server crash", "[system]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    tc.start_storage("s1", 2);
+    tc.start_storage("s2", 2);
+    asio::io_context io;
+    ClientConfig cfg;
+    cfg.request_timeout = 5s;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+    FileSystem fs(cluster);
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        REQUIRE(co_await wait_ready(io, cluster, fs));
+
+        // Directories and files.
+        REQUIRE_OK(co_await fs.mkdir("/data"));
+        REQUIRE_OK(co_await fs.mkdir("/data/train"));
+        CHECK((co_await fs.mkdir("/data")).error().code == -EEXIST);
+        std::vector<Bytes> contents;
+        for (int i = 0; i < 5; ++i) {
+            auto f = co_await fs.open("/data/train/f" + std::to_string(i), O_CREAT | O_EXCL | O_WRONLY);
+            REQUIRE(f);
+            CHECK(f->layout.targets.size() == 4);
+            contents.push_back(write_file(i * 300000 + 1, i));
+            REQUIRE_OK(co_await fs.write(*f, 0, contents.back()));
+            REQUIRE_OK(co_await fs.close(*f));
+        }
+        for (int i = 0; i < 5; ++i) {
+            auto path = "/data/train/f" + std::to_string(i);
+            auto st = co_await fs.stat(path);
+            REQUIRE(st);
+            CHECK(st->size == contents[i].size());
+            CHECK((st->mode & S_IFMT) == S_IFREG);
+            auto f = co_await fs.open(path, O_RDONLY);
+            REQUIRE(f);
+            Bytes back(contents[i].size() + 100);
+            auto n = co_await fs.read(*f, 0, back);
+            REQUIRE(n);
+            CHECK(*n == contents[i].size());
+            back.resize(*n);
+            CHECK(back == contents[i]);
+            REQUIRE_OK(co_await fs.close(*f));
+        }
+        auto listing = co_await fs.readdir("/data/train");
+        REQUIRE(listing);
+        CHECK(listing->size() == 7);  // . .. f0..f4
+
+        // POSIX edge cases.
+        CHECK((co_await fs.rmdir("/data")).error().code == -ENOTEMPTY);
+        CHECK((co_await fs.rename("/data", "/data/train/inside")).error().code == -EINVAL);
+        REQUIRE_OK(co_await fs.rename("/data/train/f1", "/data/train/f2"));  // over an existing file
+        CHECK((co_await fs.stat("/data/train/f1")).error().code == -ENOENT);
+        CHECK((co_await fs.stat("/data/train/f2"))->size == contents[1].size());
+        REQUIRE_OK(co_await fs.link("/data/train/f3", "/data/f3-link"));
+        CHECK((co_await fs.stat("/data/f3-link"))->nlink == 2);
+        REQUIRE_OK(co_await fs.symlink("train/f3", "/data/sym"));
+        CHECK(*co_await fs.readlink("/data/sym") == "train/f3");
+        REQUIRE_OK(co_await fs.set_xattr("/data/train/f3", "user.label", "cat"));
+        CHECK(*co_await fs.get_xattr("/data/train/f3", "user.label") == "cat");
+        CHECK((co_await fs.get_xattr("/data/train/f3", "user.none")).error().code == -ENODATA);
+        REQUIRE_OK(co_await fs.truncate("/data/train/f4", 1000));
+        CHECK((co_await fs.stat("/data/train/f4"))->size == 1000);
+
+        // Unlink of an open file: readable until closed, chunks gone after.
+        auto open_file = co_await fs.open("/data/train/f0", O_RDONLY);
+        REQUIRE(open_file);
+        size_t chunks_before = chunk_files(tc.dir());
+        REQUIRE_OK(co_await fs.unlink("/data/train/f0"));
+        CHECK((co_await fs.stat("/data/train/f0")).error().code == -ENOENT);
+        Bytes still(1);
+        CHECK(*co_await fs.read(*open_file, 0, still) == 1);
+        CHECK(still[0] == contents[0][0]);
+        REQUIRE_OK(co_await fs.close(*open_file));
+        for (int i = 0; i < 100 && chunk_files(tc.dir()) >= chunks_before; ++i) co_await pause(io, 50ms);
+        CHECK(chunk_files(tc.dir()) < chunks_before);
+
+        // kill -9 the metadata server: everything acknowledged is there after restart.
+        tc.daemon("m1").kill(SIGKILL);
+        tc.daemon("m1").start();
+        Result<pfs_attr> back = Error{};
+        for (int i = 0; i < 200 && !back; ++i) {
+            co_await pause(io, 50ms);
+            back = co_await fs.stat("/data/train/f3");
+        }
+        REQUIRE(back);
+        CHECK(back->size == contents[3].size());
+        CHECK(back->nlink == 2);
+        CHECK(*co_await fs.get_xattr("/data/train/f3", "user.label") == "cat");
+        CHECK((co_await fs.stat("/data/train/f4"))->size == 1000);
+        CHECK((co_await fs.stat("/data/train/f1")).error().code == -ENOENT);
+        auto f3 = co_await fs.open("/data/train/f3", O_RDONLY);
+        REQUIRE(f3);
+        Bytes data(contents[3].size());
+        REQUIRE_OK(co_await fs.read(*f3, 0, data));
+        CHECK(data == contents[3]);
+        REQUIRE_OK(co_await fs.close(*f3));
+        cluster.close();
+    });
+    INFO(tc.logs());
+    REQUIRE(ok);
+}
