@@ -1,0 +1,109 @@
+// The values the metadata namespace is made of: times, stripe patterns and
+// layouts, attributes, and the inode with its kind-specific body.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+extern "C" {
+#include "pfs_proto.h"
+#include "pfs_stripe.h"
+}
+
+#include "directory.hpp"
+
+namespace pfs::meta {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr uint32_t kNameMax = 255;        // NAME_MAX
+inline constexpr uint32_t kSymlinkMax = 4095;    // PATH_MAX without the NUL
+inline constexpr uint32_t kXattrNameMax = 255;   // XATTR_NAME_MAX
+inline constexpr uint32_t kXattrValueMax = 65536;  // XATTR_SIZE_MAX
+inline constexpr uint32_t kXattrListMax = 65536;   // XATTR_LIST_MAX
+inline constexpr uint32_t kLinkMax = 65000;      // hard links to one file, as ext4
+inline constexpr uint64_t kMaxFileSize = PFS_MAX_FILE_OFFSET;
+
+inline bool same_id(const pfs_entry_id& a, const pfs_entry_id& b) {
+    return a.ino == b.ino && a.owner_node == b.owner_node && a.generation == b.generation;
+}
+
+struct Timespec {
+    int64_t sec = 0;
+    uint32_t nsec = 0;  // < 1e9
+    friend bool operator==(const Timespec&, const Timespec&) = default;
+};
+
+inline bool valid_time(const Timespec& t) { return t.nsec < 1000000000u; }
+
+// What a directory hands down to the files and subdirectories created in it.
+struct StripePattern {
+    uint32_t chunk_size = 512u << 10;
+    uint32_t num_targets = 4;
+    uint32_t pool_id = PFS_DEFAULT_POOL_ID;
+    friend bool operator==(const StripePattern&, const StripePattern&) = default;
+};
+
+// A file's stripe layout: fixed at create, the targets in stripe order.
+struct StripeLayout {
+    uint32_t chunk_size = 0;
+    uint32_t pool_id = 0;
+    std::vector<uint32_t> targets;
+    friend bool operator==(const StripeLayout&, const StripeLayout&) = default;
+};
+
+// The attributes stat(2) reports; mode carries the S_IFMT type bits.
+struct Attr {
+    pfs_entry_id id{};
+    uint32_t mode = 0;
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    uint32_t nlink = 0;
+    uint64_t size = 0;  // directories: number of entries; symlinks: target length
+    Timespec atime{}, mtime{}, ctime{};
+};
+
+using Xattrs = std::map<std::string, std::string, std::less<>>;
+
+struct FileBody {
+    StripeLayout layout;
+};
+
+struct DirBody {
+    // Behind a pointer: most inodes are files, and a directory's two indexes
+    // would otherwise make every inode as big as a directory.
+    std::unique_ptr<Directory> entries = std::make_unique<Directory>();
+    uint64_t parent = kRootIno;  // for ".." and the rename loop check
+    StripePattern pattern;
+};
+
+struct SymlinkBody {
+    std::string target;
+};
+
+struct Inode {
+    Attr attr;
+    Xattrs xattrs;
+    std::variant<FileBody, DirBody, SymlinkBody> body;
+    uint32_t opens = 0;  // open handles; not persisted (sessions reopen)
+
+    bool is_file() const { return std::holds_alternative<FileBody>(body); }
+    bool is_dir() const { return std::holds_alternative<DirBody>(body); }
+    bool is_symlink() const { return std::holds_alternative<SymlinkBody>(body); }
+    DirBody& dir() { return std::get<DirBody>(body); }
+    const DirBody& dir() const { return std::get<DirBody>(body); }
+    // DT_REG, DT_DIR or DT_LNK, as readdir reports it.
+    uint8_t dtype() const;
+};
+
+// Regular files, directories and symlinks only; anything else is invalid.
+uint8_t dtype_of_mode(uint32_t mode);
+
+}  // namespace pfs::meta

@@ -1,0 +1,418 @@
+// Queries, the planning half of each mutation, open counts and the shared
+// bookkeeping. The executing half (apply's handlers) is in namespace_dir.cpp
+// and namespace_attr.cpp.
+#include "namespace.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "namespace_checks.hpp"
+
+namespace pfs::meta {
+
+namespace {
+
+// Inode numbers are never reused, so every inode is in its first generation;
+// the field is there for the protocol's sake.
+constexpr uint32_t kGeneration = 1;
+
+}  // namespace
+
+uint8_t dtype_of_mode(uint32_t mode) {
+    switch (mode & S_IFMT) {
+        case S_IFREG: return DT_REG;
+        case S_IFDIR: return DT_DIR;
+        case S_IFLNK: return DT_LNK;
+    }
+    return DT_UNKNOWN;
+}
+
+uint8_t Inode::dtype() const { return is_dir() ? DT_DIR : is_symlink() ? DT_LNK : DT_REG; }
+
+Namespace::Namespace(uint32_t owner_node, Timespec now) : owner_(owner_node) {
+    Inode root;
+    root.attr = Attr{.id = {kRootIno, owner_node, kGeneration},
+                     .mode = S_IFDIR | 0755,
+                     .nlink = 2,
+                     .atime = now,
+                     .mtime = now,
+                     .ctime = now};
+    root.body = DirBody{};
+    count(root, +1);
+    inodes_.emplace(kRootIno, std::move(root));
+}
+
+pfs_entry_id Namespace::root() const { return inodes_.at(kRootIno).attr.id; }
+
+pfs_entry_id Namespace::next_id() const { return pfs_entry_id{next_ino_, owner_, kGeneration}; }
+
+Status Namespace::check_new_id(const pfs_entry_id& id) const {
+    if (id.owner_node != owner_ || id.ino < next_ino_ || id.generation == 0)
+        return fail(-EINVAL, "inode id " + std::to_string(id.ino) + " is not a fresh id of this server");
+    return ok_status();
+}
+
+Result<const Inode*> Namespace::find(const pfs_entry_id& id) const {
+    auto it = inodes_.find(id.ino);
+    if (id.owner_node != owner_ || it == inodes_.end() || it->second.attr.id.generation != id.generation)
+        return fail(-ESTALE, "no inode " + std::to_string(id.ino) + " here");
+    return &it->second;
+}
+
+Result<Inode*> Namespace::find(const pfs_entry_id& id) {
+    auto found = std::as_const(*this).find(id);
+    if (!found) return found.error();
+    return const_cast<Inode*>(*found);
+}
+
+Result<const Inode*> Namespace::find_dir(const pfs_entry_id& id) const {
+    auto found = find(id);
+    if (found && !(*found)->is_dir())
+        return fail(-ENOTDIR, "inode " + std::to_string(id.ino) + " is no directory");
+    return found;
+}
+
+Result<Inode*> Namespace::find_dir(const pfs_entry_id& id) {
+    auto found = std::as_const(*this).find_dir(id);
+    if (!found) return found.error();
+    return const_cast<Inode*>(*found);
+}
+
+Attr Namespace::attr_of(const Inode& node) const {
+    Attr a = node.attr;
+    if (node.is_dir()) a.size = node.dir().entries->size();
+    return a;
+}
+
+bool Namespace::within(uint64_t ino, uint64_t ancestor) const {
+    for (uint64_t cur = ino;;) {
+        if (cur == ancestor) return true;
+        if (cur == kRootIno) return false;
+        cur = inodes_.at(cur).dir().parent;
+    }
+}
+
+// ---- queries ----
+
+Result<Attr> Namespace::getattr(const pfs_entry_id& id) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    return attr_of(**node);
+}
+
+Result<Attr> Namespace::lookup(const pfs_entry_id& dir, std::string_view name) const {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    if (auto st = check_name(name); !st) return st.error();
+    if (name == ".") return attr_of(**d);
+    if (name == "..") return attr_of(inodes_.at((*d)->dir().parent));
+    const auto* slot = (*d)->dir().entries->find(name);
+    if (!slot) return fail(-ENOENT, "no entry " + quoted(name));
+    return getattr(slot->id);
+}
+
+Result<StripeLayout> Namespace::layout(const pfs_entry_id& file) const {
+    auto node = find(file);
+    if (!node) return node.error();
+    if (!(*node)->is_file()) return fail(-EINVAL, "not a regular file");
+    return std::get<FileBody>((*node)->body).layout;
+}
+
+Result<StripePattern> Namespace::pattern(const pfs_entry_id& dir) const {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    return (*d)->dir().pattern;
+}
+
+Result<std::string> Namespace::readlink(const pfs_entry_id& id) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    if (!(*node)->is_symlink()) return fail(-EINVAL, "not a symlink");
+    return std::get<SymlinkBody>((*node)->body).target;
+}
+
+Result<DirPage> Namespace::readdir(const pfs_entry_id& dir, uint64_t cookie, uint32_t max_entries) const {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    if (max_entries == 0) return fail(-EINVAL, "readdir of zero entries");
+    const DirBody& body = (*d)->dir();
+    DirPage page;
+    page.next_cookie = cookie;
+    page.entries.reserve(std::min<size_t>(max_entries, body.entries->size() + 2));
+    auto emit = [&](std::string_view name, const pfs_entry_id& id, uint8_t type, uint64_t c) {
+        page.entries.push_back(DirEntry{std::string(name), id, type, c});
+        page.next_cookie = c;
+    };
+    if (cookie < 1) emit(".", (*d)->attr.id, DT_DIR, 1);
+    if (cookie < 2) {
+        if (page.entries.size() == max_entries) return page;
+        emit("..", inodes_.at(body.parent).attr.id, DT_DIR, 2);
+    }
+    page.eof = true;
+    auto entry = [&](std::string_view name, const Directory::Slot& s) {
+        if (page.entries.size() == max_entries) {
+            page.eof = false;
+            return false;
+        }
+        emit(name, s.id, s.type, s.cookie);
+        return true;
+    };
+    body.entries->for_each_after(std::max<uint64_t>(cookie, 2), entry);
+    return page;
+}
+
+Result<std::string> Namespace::get_xattr(const pfs_entry_id& id, std::string_view name) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    if (auto st = check_xattr_name(name); !st) return st.error();
+    auto it = (*node)->xattrs.find(name);
+    if (it == (*node)->xattrs.end()) return fail(-ENODATA, "no xattr " + quoted(name));
+    return it->second;
+}
+
+Result<std::vector<std::string>> Namespace::list_xattrs(const pfs_entry_id& id) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    std::vector<std::string> names;
+    names.reserve((*node)->xattrs.size());
+    for (const auto& [name, value] : (*node)->xattrs) names.push_back(name);
+    return names;
+}
+
+Status Namespace::may_access(const pfs_entry_id& id, uint32_t uid, std::span<const uint32_t> gids,
+                             int mask) const {
+    if (mask & ~(R_OK | W_OK | X_OK)) return fail(-EINVAL, "unknown access mask bits");
+    auto node = find(id);
+    if (!node) return node.error();
+    const Attr& a = (*node)->attr;
+    auto want = static_cast<uint32_t>(mask);
+    // Root may read and write anything, but executes only what someone may
+    // execute (directories are always searchable).
+    if (uid == 0) {
+        if (!(want & X_OK) || (*node)->is_dir() || (a.mode & 0111)) return ok_status();
+        return fail(-EACCES, "no execute bit set");
+    }
+    uint32_t bits = a.mode;
+    if (uid == a.uid) bits >>= 6;
+    else if (std::find(gids.begin(), gids.end(), a.gid) != gids.end()) bits >>= 3;
+    if ((bits & want) != want) return fail(-EACCES, "permission denied");
+    return ok_status();
+}
+
+Counts Namespace::counts() const {
+    Counts c = counts_;
+    c.orphans = orphans_.size();
+    return c;
+}
+
+std::vector<pfs_entry_id> Namespace::orphans() const {
+    std::vector<pfs_entry_id> ids;
+    ids.reserve(orphans_.size());
+    for (uint64_t ino : orphans_) ids.push_back(inodes_.at(ino).attr.id);
+    return ids;
+}
+
+// ---- planning ----
+
+Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                                  uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive) {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    if (auto st = check_name(name); !st) return st.error();
+    if (is_dot(name)) return fail(-EEXIST, quoted(name) + " exists");
+    if (const auto* slot = (*d)->dir().entries->find(name)) {
+        if (exclusive) return fail(-EEXIST, quoted(name) + " exists");
+        auto existing = getattr(slot->id);
+        if (!existing) return existing.error();
+        if (S_ISDIR(existing->mode)) return fail(-EISDIR, quoted(name) + " is a directory");
+        return Created{*existing, false};
+    }
+    if ((mode & S_IFMT) != 0 && (mode & S_IFMT) != S_IFREG)
+        return fail(-EINVAL, "create makes regular files only");
+    const Inode& parent = **d;
+    const StripePattern& pattern = parent.dir().pattern;
+    auto targets = choose(pattern);
+    if (!targets) return targets.error();
+    CreateOp op{.parent = dir,
+                .name = std::string(name),
+                .id = next_id(),
+                .mode = mode & 07777,
+                .uid = uid,
+                .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
+                .layout = {pattern.chunk_size, pattern.pool_id, std::move(*targets)},
+                .now = now};
+    auto done = apply(op);
+    if (!done) return done.error();
+    return Created{done->attr, true};
+}
+
+Result<Attr> Namespace::mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                              uint32_t gid, Timespec now) {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    const Inode& parent = **d;
+    // A set-group-ID directory hands its group, and the bit, down.
+    bool sgid = parent.attr.mode & S_ISGID;
+    MkdirOp op{.parent = dir,
+               .name = std::string(name),
+               .id = next_id(),
+               .mode = (mode & 07777) | (sgid ? S_ISGID : 0),
+               .uid = uid,
+               .gid = sgid ? parent.attr.gid : gid,
+               .pattern = parent.dir().pattern,
+               .now = now};
+    auto done = apply(op);
+    if (!done) return done.error();
+    return done->attr;
+}
+
+Result<Attr> Namespace::symlink(const pfs_entry_id& dir, std::string_view name, std::string_view target,
+                                uint32_t uid, uint32_t gid, Timespec now) {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    const Inode& parent = **d;
+    SymlinkOp op{.parent = dir,
+                 .name = std::string(name),
+                 .id = next_id(),
+                 .target = std::string(target),
+                 .uid = uid,
+                 .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
+                 .now = now};
+    auto done = apply(op);
+    if (!done) return done.error();
+    return done->attr;
+}
+
+Result<Attr> Namespace::link(const pfs_entry_id& id, const pfs_entry_id& dir, std::string_view name,
+                             Timespec now) {
+    auto done = apply(LinkOp{.id = id, .parent = dir, .name = std::string(name), .now = now});
+    if (!done) return done.error();
+    return done->attr;
+}
+
+Result<Outcome> Namespace::unlink(const pfs_entry_id& dir, std::string_view name, Timespec now) {
+    UnlinkOp op{.parent = dir, .name = std::string(name), .now = now};
+    if (auto d = find_dir(dir); d && !is_dot(name))
+        if (const auto* slot = (*d)->dir().entries->find(name))
+            if (auto victim = find(slot->id)) op.keep_orphan = (*victim)->opens > 0;
+    return apply(op);
+}
+
+Result<Outcome> Namespace::rmdir(const pfs_entry_id& dir, std::string_view name, Timespec now) {
+    return apply(RmdirOp{.parent = dir, .name = std::string(name), .now = now});
+}
+
+Result<Outcome> Namespace::rename(const pfs_entry_id& src_dir, std::string_view src_name,
+                                  const pfs_entry_id& dst_dir, std::string_view dst_name, uint32_t flags,
+                                  Timespec now) {
+    RenameOp op{.src_parent = src_dir,
+                .src_name = std::string(src_name),
+                .dst_parent = dst_dir,
+                .dst_name = std::string(dst_name),
+                .flags = flags,
+                .now = now};
+    if (auto d = find_dir(dst_dir); d && !is_dot(dst_name))
+        if (const auto* slot = (*d)->dir().entries->find(dst_name))
+            if (auto victim = find(slot->id)) op.keep_orphan = (*victim)->opens > 0;
+    return apply(op);
+}
+
+Result<Outcome> Namespace::setattr(const pfs_entry_id& id, const AttrChanges& changes, Timespec now) {
+    return apply(SetattrOp{.id = id, .changes = changes, .now = now});
+}
+
+Status Namespace::set_xattr(const pfs_entry_id& id, std::string_view name, std::string_view value,
+                            uint32_t flags, Timespec now) {
+    auto done = apply(SetXattrOp{
+        .id = id, .name = std::string(name), .value = std::string(value), .flags = flags, .now = now});
+    if (!done) return done.error();
+    return ok_status();
+}
+
+Status Namespace::remove_xattr(const pfs_entry_id& id, std::string_view name, Timespec now) {
+    auto done = apply(RemoveXattrOp{.id = id, .name = std::string(name), .now = now});
+    if (!done) return done.error();
+    return ok_status();
+}
+
+Status Namespace::set_pattern(const pfs_entry_id& dir, const StripePattern& pattern, Timespec now) {
+    auto done = apply(SetPatternOp{.id = dir, .pattern = pattern, .now = now});
+    if (!done) return done.error();
+    return ok_status();
+}
+
+// ---- open handles ----
+
+Status Namespace::open(const pfs_entry_id& id) {
+    auto node = find(id);
+    if (!node) return node.error();
+    if ((*node)->opens == UINT32_MAX) return fail(-EMFILE, "too many opens of one inode");
+    ++(*node)->opens;
+    return ok_status();
+}
+
+Result<std::optional<FreedFile>> Namespace::close(const pfs_entry_id& id) {
+    auto node = find(id);
+    if (!node) return node.error();
+    Inode& n = **node;
+    if (n.opens == 0) return fail(-EBADF, "inode " + std::to_string(id.ino) + " is not open");
+    if (--n.opens > 0 || n.attr.nlink > 0) return std::optional<FreedFile>{};
+    return purge_orphan(id);
+}
+
+Result<std::optional<FreedFile>> Namespace::purge_orphan(const pfs_entry_id& id) {
+    auto done = apply(PurgeOp{id});
+    if (!done) return done.error();
+    return std::move(done->freed);
+}
+
+// ---- execution ----
+
+Result<Outcome> Namespace::apply(const Op& op) {
+    auto done = std::visit([this](const auto& o) { return run(o); }, op);
+    if (done && observer_) observer_(op);
+    return done;
+}
+
+Inode& Namespace::add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body) {
+    uint64_t ino = attr.id.ino;
+    Inode& node = inodes_[ino];
+    node.attr = attr;
+    node.body = std::move(body);
+    parent.dir().entries->insert(name, attr.id, node.dtype());
+    parent.attr.mtime = parent.attr.ctime = attr.ctime;
+    next_ino_ = std::max(next_ino_, ino + 1);
+    count(node, +1);
+    return node;
+}
+
+std::optional<FreedFile> Namespace::settle(Inode& node, bool keep_orphan) {
+    if (node.attr.nlink > 0) return std::nullopt;
+    if (keep_orphan || node.opens > 0) {
+        orphans_.insert(node.attr.id.ino);
+        return std::nullopt;
+    }
+    return free_inode(node.attr.id.ino);
+}
+
+std::optional<FreedFile> Namespace::free_inode(uint64_t ino) {
+    auto it = inodes_.find(ino);
+    std::optional<FreedFile> freed;
+    if (auto* file = std::get_if<FileBody>(&it->second.body))
+        freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size};
+    count(it->second, -1);
+    orphans_.erase(ino);
+    inodes_.erase(it);
+    return freed;
+}
+
+void Namespace::count(const Inode& node, int delta) {
+    auto add = [delta](uint64_t& n) { n += static_cast<uint64_t>(static_cast<int64_t>(delta)); };
+    add(counts_.inodes);
+    add(node.is_dir() ? counts_.directories : node.is_file() ? counts_.files : counts_.symlinks);
+}
+
+}  // namespace pfs::meta

@@ -1,0 +1,200 @@
+// The metadata server's namespace in memory: inodes, directories, stripe
+// layouts, xattrs, open counts. Pure logic: no I/O, no threads, the time
+// passed in by the caller.
+//
+// Every mutation is planned into an Op and executed by apply(), the single
+// place that changes state; the observer sees each applied op, so a journal
+// that records them and replays them onto a snapshot rebuilds the same
+// namespace. Errors are negative errno values as Linux returns them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "inode.hpp"
+#include "namespace_ops.hpp"
+#include "result.hpp"
+
+namespace pfs::meta {
+
+// A file whose inode is gone: the caller deletes its chunks.
+struct FreedFile {
+    pfs_entry_id id{};
+    StripeLayout layout;
+    uint64_t size = 0;
+};
+
+struct SizeChange {
+    uint64_t old_size = 0;
+    uint64_t new_size = 0;
+};
+
+// What apply() did.
+struct Outcome {
+    // The inode created or changed; for unlink/rmdir the removed entry's
+    // inode after the removal; for rename the moved inode.
+    Attr attr{};
+    std::optional<pfs_entry_id> replaced{};  // rename: the inode the target name pointed to
+    std::optional<FreedFile> freed{};        // a file's last link and last open are gone
+    std::optional<SizeChange> size_change{};  // setattr was given a file's size
+};
+
+struct Created {
+    Attr attr;
+    bool created = true;  // false: non-exclusive create found the file
+};
+
+struct DirEntry {
+    std::string name;
+    pfs_entry_id id{};
+    uint8_t type = 0;     // DT_*
+    uint64_t cookie = 0;  // pass back to resume after this entry
+};
+
+struct DirPage {
+    std::vector<DirEntry> entries;
+    uint64_t next_cookie = 0;  // the last entry's cookie (the given one when empty)
+    bool eof = false;
+};
+
+struct Counts {
+    uint64_t inodes = 0;
+    uint64_t directories = 0;
+    uint64_t files = 0;
+    uint64_t symlinks = 0;
+    uint64_t orphans = 0;
+};
+
+// Picks the storage targets for a new file (elsewhere: it needs the map of
+// targets and their states).
+using ChooseTargets = std::function<Result<std::vector<uint32_t>>(const StripePattern&)>;
+
+class Namespace {
+public:
+    // An empty namespace: the root directory (ino 1, 0755, owned by root)
+    // with the default stripe pattern.
+    explicit Namespace(uint32_t owner_node, Timespec now = {});
+    Namespace(Namespace&&) = default;
+    Namespace& operator=(Namespace&&) = default;
+
+    uint32_t owner_node() const { return owner_; }
+    pfs_entry_id root() const;
+
+    // ---- queries ----
+    Result<Attr> getattr(const pfs_entry_id& id) const;
+    // "." and ".." resolve to the directory and its parent.
+    Result<Attr> lookup(const pfs_entry_id& dir, std::string_view name) const;
+    Result<StripeLayout> layout(const pfs_entry_id& file) const;
+    Result<StripePattern> pattern(const pfs_entry_id& dir) const;
+    Result<std::string> readlink(const pfs_entry_id& id) const;
+    // Up to max_entries entries after `cookie` (0: from the start, "." and
+    // ".." first with cookies 1 and 2).
+    Result<DirPage> readdir(const pfs_entry_id& dir, uint64_t cookie, uint32_t max_entries) const;
+    Result<std::string> get_xattr(const pfs_entry_id& id, std::string_view name) const;
+    Result<std::vector<std::string>> list_xattrs(const pfs_entry_id& id) const;
+    // Unix permission check of mask (R_OK | W_OK | X_OK) for a caller whose
+    // groups (primary included) are gids: -EACCES when refused. No ACLs.
+    Status may_access(const pfs_entry_id& id, uint32_t uid, std::span<const uint32_t> gids, int mask) const;
+    Counts counts() const;
+    // Inodes with no links left (unlinked while open, or left so by a crash).
+    std::vector<pfs_entry_id> orphans() const;
+
+    // ---- mutations: each plans an Op and applies it ----
+    // mode: permission bits. With exclusive false an existing non-directory
+    // is returned instead of EEXIST (O_CREAT without O_EXCL).
+    Result<Created> create(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                           uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive = true);
+    Result<Attr> mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                       uint32_t gid, Timespec now);
+    Result<Attr> symlink(const pfs_entry_id& dir, std::string_view name, std::string_view target,
+                         uint32_t uid, uint32_t gid, Timespec now);
+    Result<Attr> link(const pfs_entry_id& id, const pfs_entry_id& dir, std::string_view name, Timespec now);
+    Result<Outcome> unlink(const pfs_entry_id& dir, std::string_view name, Timespec now);
+    Result<Outcome> rmdir(const pfs_entry_id& dir, std::string_view name, Timespec now);
+    // flags: kRenameNoReplace, kRenameExchange.
+    Result<Outcome> rename(const pfs_entry_id& src_dir, std::string_view src_name,
+                           const pfs_entry_id& dst_dir, std::string_view dst_name, uint32_t flags,
+                           Timespec now);
+    Result<Outcome> setattr(const pfs_entry_id& id, const AttrChanges& changes, Timespec now);
+    // flags: kXattrCreate, kXattrReplace.
+    Status set_xattr(const pfs_entry_id& id, std::string_view name, std::string_view value, uint32_t flags,
+                     Timespec now);
+    Status remove_xattr(const pfs_entry_id& id, std::string_view name, Timespec now);
+    Status set_pattern(const pfs_entry_id& dir, const StripePattern& pattern, Timespec now);
+
+    // Open handles keep an unlinked inode alive. Not journaled: after a
+    // restart nothing is open and orphans() lists what the crash left.
+    Status open(const pfs_entry_id& id);
+    // The last close of an unlinked file frees it (through a PurgeOp).
+    Result<std::optional<FreedFile>> close(const pfs_entry_id& id);
+    // Frees an orphan that is not open (recovery).
+    Result<std::optional<FreedFile>> purge_orphan(const pfs_entry_id& id);
+
+    // ---- replication and persistence ----
+    // The one place state changes. All or nothing: on error nothing changed.
+    Result<Outcome> apply(const Op& op);
+    // Called after every successful apply(), with the op.
+    void set_observer(std::function<void(const Op&)> observer) { observer_ = std::move(observer); }
+
+    // The whole namespace (open counts aside), deterministic: two namespaces
+    // with the same history give the same bytes. Written as a sequence of
+    // bounded records, so a big namespace can stream to a file.
+    Status snapshot_to(const std::function<void(std::span<const uint8_t>)>& write) const;
+    Result<std::vector<uint8_t>> snapshot() const;
+    // Bounds-checked and verified (links, counts, tree shape): a damaged
+    // snapshot is an error, never a crash or a half-built namespace.
+    static Result<Namespace> restore(std::span<const uint8_t> bytes);
+
+private:
+    using InodeMap = std::unordered_map<uint64_t, Inode>;
+
+    Result<const Inode*> find(const pfs_entry_id& id) const;
+    Result<Inode*> find(const pfs_entry_id& id);
+    Result<const Inode*> find_dir(const pfs_entry_id& id) const;
+    Result<Inode*> find_dir(const pfs_entry_id& id);
+    Attr attr_of(const Inode& node) const;
+    pfs_entry_id next_id() const;
+    // Whether the directory `ino` is `ancestor` or lies below it.
+    bool within(uint64_t ino, uint64_t ancestor) const;
+
+    Status check_new_id(const pfs_entry_id& id) const;
+
+    Result<Outcome> run(const CreateOp& op);
+    Result<Outcome> run(const MkdirOp& op);
+    Result<Outcome> run(const SymlinkOp& op);
+    Result<Outcome> run(const LinkOp& op);
+    Result<Outcome> run(const UnlinkOp& op);
+    Result<Outcome> run(const RmdirOp& op);
+    Result<Outcome> run(const RenameOp& op);
+    Result<Outcome> run(const SetattrOp& op);
+    Result<Outcome> run(const SetXattrOp& op);
+    Result<Outcome> run(const RemoveXattrOp& op);
+    Result<Outcome> run(const SetPatternOp& op);
+    Result<Outcome> run(const PurgeOp& op);
+
+    // Shared by create, mkdir and symlink once the op is validated.
+    Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);
+    // For a non-directory that may have lost its last link: frees it, or
+    // keeps it as an orphan while it is open (or the op says it was).
+    std::optional<FreedFile> settle(Inode& node, bool keep_orphan);
+    std::optional<FreedFile> free_inode(uint64_t ino);
+    void count(const Inode& node, int delta);
+    // Restore: links, link counts, parents and reachability agree.
+    Status verify();
+
+    uint32_t owner_ = 0;
+    uint64_t next_ino_ = kRootIno + 1;
+    InodeMap inodes_;
+    std::set<uint64_t> orphans_;
+    Counts counts_;
+    std::function<void(const Op&)> observer_;
+};
+
+}  // namespace pfs::meta

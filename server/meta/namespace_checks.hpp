@@ -1,0 +1,70 @@
+// Validation shared by the namespace's operations and its snapshot loader,
+// with the errno Linux gives for each violation. Internal header.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "inode.hpp"
+#include "result.hpp"
+
+namespace pfs::meta {
+
+inline Error fail(int code, std::string message) { return Error{code, std::move(message)}; }
+
+inline std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+inline bool is_dot(std::string_view name) { return name == "." || name == ".."; }
+
+// A single path component (dots allowed: callers decide what they mean).
+inline Status check_name(std::string_view name) {
+    if (name.empty()) return fail(-ENOENT, "empty name");
+    if (name.size() > kNameMax) return fail(-ENAMETOOLONG, "name longer than 255 bytes");
+    if (name.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos)
+        return fail(-EINVAL, "name contains '/' or NUL");
+    return ok_status();
+}
+
+inline Status check_time(const Timespec& t) {
+    if (!valid_time(t)) return fail(-EINVAL, "nanoseconds out of range");
+    return ok_status();
+}
+
+inline Status check_pattern(const StripePattern& p) {
+    if (pfs_stripe_check(p.chunk_size, p.num_targets) || p.pool_id == 0)
+        return fail(-EINVAL, "invalid stripe pattern (chunk size a power of two in 64 KiB..1 GiB, "
+                             "1..256 targets, a pool)");
+    return ok_status();
+}
+
+inline Status check_layout(const StripeLayout& l) {
+    if (pfs_stripe_check(l.chunk_size, static_cast<uint32_t>(l.targets.size())) || l.pool_id == 0)
+        return fail(-EINVAL, "invalid stripe layout");
+    for (size_t i = 0; i < l.targets.size(); ++i) {
+        if (l.targets[i] == 0) return fail(-EINVAL, "stripe layout names target 0");
+        for (size_t j = 0; j < i; ++j)
+            if (l.targets[j] == l.targets[i]) return fail(-EINVAL, "stripe layout repeats a target");
+    }
+    return ok_status();
+}
+
+inline Status check_symlink_target(std::string_view target) {
+    if (target.empty()) return fail(-ENOENT, "empty symlink target");
+    if (target.size() > kSymlinkMax) return fail(-ENAMETOOLONG, "symlink target longer than 4095 bytes");
+    if (target.find('\0') != std::string_view::npos) return fail(-EINVAL, "symlink target contains NUL");
+    return ok_status();
+}
+
+// The namespaces Linux knows; names outside them never reach a file system.
+inline Status check_xattr_name(std::string_view name) {
+    if (name.empty() || name.size() > kXattrNameMax) return fail(-ERANGE, "xattr name empty or too long");
+    if (name.find('\0') != std::string_view::npos) return fail(-EINVAL, "xattr name contains NUL");
+    for (std::string_view prefix : {"user.", "trusted.", "security.", "system."}) {
+        if (name.substr(0, prefix.size()) != prefix) continue;
+        if (name.size() == prefix.size()) return fail(-EINVAL, "xattr name without a name after its prefix");
+        return ok_status();
+    }
+    return fail(-EOPNOTSUPP, "xattr name " + quoted(name) + " is in no known namespace");
+}
+
+}  // namespace pfs::meta

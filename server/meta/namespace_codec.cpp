@@ -1,0 +1,149 @@
+// The journal encoding of ops: a version byte, the op's index in the Op
+// variant, then its fields, each through one xfer function for both
+// directions.
+#include <utility>
+
+#include "namespace_codec.hpp"
+#include "namespace_ops.hpp"
+#include "wire.hpp"
+
+namespace pfs::meta {
+
+namespace codec {
+namespace {
+
+constexpr uint8_t kOpVersion = 1;
+
+void xfer_op(pfs_xdr* x, CreateOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.mode);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.layout);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, MkdirOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.mode);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.pattern);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, SymlinkOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer_str(x, o.target, kSymlinkMax);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, LinkOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, UnlinkOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.keep_orphan);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, RmdirOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, RenameOp& o) {
+    xfer(x, o.src_parent);
+    xfer_str(x, o.src_name, kNameMax);
+    xfer(x, o.dst_parent);
+    xfer_str(x, o.dst_name, kNameMax);
+    xfer(x, o.flags);
+    xfer(x, o.keep_orphan);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, SetattrOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.changes.mode);
+    xfer(x, o.changes.uid);
+    xfer(x, o.changes.gid);
+    xfer(x, o.changes.size);
+    xfer(x, o.changes.atime);
+    xfer(x, o.changes.mtime);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, SetXattrOp& o) {
+    xfer(x, o.id);
+    xfer_str(x, o.name, kXattrNameMax);
+    xfer_str(x, o.value, kXattrValueMax);
+    xfer(x, o.flags);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, RemoveXattrOp& o) {
+    xfer(x, o.id);
+    xfer_str(x, o.name, kXattrNameMax);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, SetPatternOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.pattern);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, PurgeOp& o) { xfer(x, o.id); }
+
+template <size_t... I>
+Op op_of_index(size_t index, std::index_sequence<I...>) {
+    Op op;
+    ((index == I ? (op.emplace<I>(), 0) : 0), ...);
+    return op;
+}
+
+}  // namespace
+}  // namespace codec
+
+Result<std::vector<uint8_t>> encode_op(const Op& op) {
+    uint8_t version = codec::kOpVersion;
+    auto tag = static_cast<uint8_t>(op.index());
+    return encode_payload([&](pfs_xdr* x) {
+        pfs_x_u8(x, &version);
+        pfs_x_u8(x, &tag);
+        std::visit([x](const auto& o) { codec::xfer_op(x, codec::unconst(o)); }, op);
+    });
+}
+
+Result<Op> decode_op(std::span<const uint8_t> bytes) {
+    if (bytes.size() > UINT32_MAX) return Error{-EMSGSIZE, "op record too large"};
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    uint8_t version = 0, tag = 0;
+    pfs_x_u8(&x, &version);
+    pfs_x_u8(&x, &tag);
+    if (x.err) return Error{x.err, "truncated op record"};
+    if (version != codec::kOpVersion)
+        return Error{-EPROTONOSUPPORT, "op record version " + std::to_string(version) + " unknown"};
+    if (tag >= std::variant_size_v<Op>) return Error{-EBADMSG, "unknown op kind " + std::to_string(tag)};
+    Op op = codec::op_of_index(tag, std::make_index_sequence<std::variant_size_v<Op>>{});
+    std::visit([&x](auto& o) { codec::xfer_op(&x, o); }, op);
+    if (pfs_xdr_finish(&x)) return Error{x.err, "malformed op record"};
+    return op;
+}
+
+}  // namespace pfs::meta

@@ -1,0 +1,237 @@
+// apply()'s handlers for the operations on directory entries. Each checks
+// everything first and changes state only once nothing can fail, so a
+// failed op leaves no trace. The error precedence follows Linux's VFS.
+#include <dirent.h>
+
+#include "namespace.hpp"
+#include "namespace_checks.hpp"
+
+namespace pfs::meta {
+
+namespace {
+
+// A name for a new entry in parent: valid, and not taken.
+Status check_new_entry(const Inode& parent, std::string_view name) {
+    if (auto st = check_name(name); !st) return st;
+    if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
+    return ok_status();
+}
+
+void touch_dir(Inode& dir, Timespec now) { dir.attr.mtime = dir.attr.ctime = now; }
+
+// A directory's ".." moves from one parent to the other.
+void move_dir(Inode& node, Inode& from, Inode& to) {
+    --from.attr.nlink;
+    ++to.attr.nlink;
+    node.dir().parent = to.attr.id.ino;
+}
+
+}  // namespace
+
+Result<Outcome> Namespace::run(const CreateOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
+    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (op.mode & ~07777u) return fail(-EINVAL, "invalid file mode");
+    if (auto st = check_layout(op.layout); !st) return st.error();
+    Attr a{.id = op.id,
+           .mode = S_IFREG | op.mode,
+           .uid = op.uid,
+           .gid = op.gid,
+           .nlink = 1,
+           .atime = op.now,
+           .mtime = op.now,
+           .ctime = op.now};
+    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, FileBody{op.layout}))};
+}
+
+Result<Outcome> Namespace::run(const MkdirOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
+    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (op.mode & ~07777u) return fail(-EINVAL, "invalid directory mode");
+    if (auto st = check_pattern(op.pattern); !st) return st.error();
+    if ((*parent)->attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
+    Attr a{.id = op.id,
+           .mode = S_IFDIR | op.mode,
+           .uid = op.uid,
+           .gid = op.gid,
+           .nlink = 2,
+           .atime = op.now,
+           .mtime = op.now,
+           .ctime = op.now};
+    DirBody body;
+    body.parent = op.parent.ino;
+    body.pattern = op.pattern;
+    Inode& node = add_inode(**parent, op.name, a, std::move(body));
+    ++(*parent)->attr.nlink;
+    return Outcome{.attr = attr_of(node)};
+}
+
+Result<Outcome> Namespace::run(const SymlinkOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
+    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (auto st = check_symlink_target(op.target); !st) return st.error();
+    Attr a{.id = op.id,
+           .mode = S_IFLNK | 0777,
+           .uid = op.uid,
+           .gid = op.gid,
+           .nlink = 1,
+           .size = op.target.size(),
+           .atime = op.now,
+           .mtime = op.now,
+           .ctime = op.now};
+    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, SymlinkBody{op.target}))};
+}
+
+Result<Outcome> Namespace::run(const LinkOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto node = find(op.id);
+    if (!node) return node.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
+    Inode& n = **node;
+    if (n.is_dir()) return fail(-EPERM, "hard links to directories are not allowed");
+    if (n.attr.nlink == 0) return fail(-ENOENT, "the file has been unlinked");
+    if (n.attr.nlink >= kLinkMax) return fail(-EMLINK, "too many links");
+    (*parent)->dir().entries->insert(op.name, n.attr.id, n.dtype());
+    touch_dir(**parent, op.now);
+    ++n.attr.nlink;
+    n.attr.ctime = op.now;
+    return Outcome{.attr = attr_of(n)};
+}
+
+Result<Outcome> Namespace::run(const UnlinkOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_name(op.name); !st) return st.error();
+    if (is_dot(op.name)) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    const auto* slot = (*parent)->dir().entries->find(op.name);
+    if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
+    auto node = find(slot->id);
+    if (!node) return node.error();
+    Inode& n = **node;
+    if (n.is_dir()) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    (*parent)->dir().entries->erase(op.name);
+    touch_dir(**parent, op.now);
+    --n.attr.nlink;
+    n.attr.ctime = op.now;
+    Outcome out{.attr = attr_of(n)};
+    out.freed = settle(n, op.keep_orphan);
+    return out;
+}
+
+Result<Outcome> Namespace::run(const RmdirOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_name(op.name); !st) return st.error();
+    if (op.name == ".") return fail(-EINVAL, "cannot remove '.'");
+    if (op.name == "..") return fail(-ENOTEMPTY, "cannot remove '..'");
+    const auto* slot = (*parent)->dir().entries->find(op.name);
+    if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
+    auto node = find(slot->id);
+    if (!node) return node.error();
+    Inode& n = **node;
+    if (!n.is_dir()) return fail(-ENOTDIR, quoted(op.name) + " is no directory");
+    if (!n.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(op.name) + " is not empty");
+    (*parent)->dir().entries->erase(op.name);
+    --(*parent)->attr.nlink;
+    touch_dir(**parent, op.now);
+    Outcome out{.attr = attr_of(n)};
+    out.attr.nlink = 0;
+    out.attr.ctime = op.now;
+    free_inode(n.attr.id.ino);
+    return out;
+}
+
+Result<Outcome> Namespace::run(const RenameOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    bool exchange = op.flags & kRenameExchange;
+    bool noreplace = op.flags & kRenameNoReplace;
+    if ((op.flags & ~(kRenameNoReplace | kRenameExchange)) || (exchange && noreplace))
+        return fail(-EINVAL, "invalid rename flags");
+    auto src_parent = find_dir(op.src_parent);
+    if (!src_parent) return src_parent.error();
+    auto dst_parent = find_dir(op.dst_parent);
+    if (!dst_parent) return dst_parent.error();
+    if (auto st = check_name(op.src_name); !st) return st.error();
+    if (auto st = check_name(op.dst_name); !st) return st.error();
+    if (is_dot(op.src_name)) return fail(-EBUSY, "cannot rename " + quoted(op.src_name));
+    if (is_dot(op.dst_name))
+        return fail(noreplace ? -EEXIST : -EBUSY, "cannot rename onto " + quoted(op.dst_name));
+    Inode& sp = **src_parent;
+    Inode& dp = **dst_parent;
+    const auto* src_slot = sp.dir().entries->find(op.src_name);
+    if (!src_slot) return fail(-ENOENT, "no entry " + quoted(op.src_name));
+    const auto* dst_slot = dp.dir().entries->find(op.dst_name);
+    if (noreplace && dst_slot) return fail(-EEXIST, quoted(op.dst_name) + " exists");
+    if (exchange && !dst_slot) return fail(-ENOENT, "no entry " + quoted(op.dst_name));
+    auto src_node = find(src_slot->id);
+    if (!src_node) return src_node.error();
+    Inode& src = **src_node;
+    Inode* dst = nullptr;
+    if (dst_slot) {
+        auto found = find(dst_slot->id);
+        if (!found) return found.error();
+        dst = *found;
+    }
+    // Neither directory may end up inside itself.
+    if (src.is_dir() && within(dp.attr.id.ino, src.attr.id.ino))
+        return fail(-EINVAL, "cannot move a directory into itself");
+    if (dst && dst->is_dir() && within(sp.attr.id.ino, dst->attr.id.ino))
+        return fail(exchange ? -EINVAL : -ENOTEMPTY, quoted(op.dst_name) + " contains the source");
+    if (dst == &src) return Outcome{.attr = attr_of(src)};  // two links to one inode: nothing to do
+    if (dst && !exchange) {
+        if (src.is_dir() && !dst->is_dir()) return fail(-ENOTDIR, quoted(op.dst_name) + " is no directory");
+        if (!src.is_dir() && dst->is_dir()) return fail(-EISDIR, quoted(op.dst_name) + " is a directory");
+        if (dst->is_dir() && !dst->dir().entries->empty())
+            return fail(-ENOTEMPTY, quoted(op.dst_name) + " is not empty");
+    }
+
+    Outcome out;
+    bool moved = &sp != &dp;
+    if (exchange) {
+        out.replaced = dst->attr.id;
+        sp.dir().entries->repoint(op.src_name, dst->attr.id, dst->dtype());
+        dp.dir().entries->repoint(op.dst_name, src.attr.id, src.dtype());
+        if (moved && src.is_dir()) move_dir(src, sp, dp);
+        if (moved && dst->is_dir()) move_dir(*dst, dp, sp);
+        dst->attr.ctime = op.now;
+    } else {
+        if (dst) {
+            // The target keeps its cookie: readers that listed it are not
+            // shown the name a second time.
+            out.replaced = dst->attr.id;
+            dp.dir().entries->repoint(op.dst_name, src.attr.id, src.dtype());
+        } else {
+            dp.dir().entries->insert(op.dst_name, src.attr.id, src.dtype());
+        }
+        sp.dir().entries->erase(op.src_name);
+        if (moved && src.is_dir()) move_dir(src, sp, dp);
+        if (dst && dst->is_dir()) {
+            --dp.attr.nlink;
+            free_inode(dst->attr.id.ino);
+        } else if (dst) {
+            --dst->attr.nlink;
+            dst->attr.ctime = op.now;
+            out.freed = settle(*dst, op.keep_orphan);
+        }
+    }
+    src.attr.ctime = op.now;
+    touch_dir(sp, op.now);
+    touch_dir(dp, op.now);
+    out.attr = attr_of(src);
+    return out;
+}
+
+}  // namespace pfs::meta

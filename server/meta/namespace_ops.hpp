@@ -1,0 +1,141 @@
+// Every change to the namespace as a plain value: the journal records these,
+// recovery replays them. An op carries every decision taken when it was
+// planned (allocated ids, chosen targets, the time, whether a victim stays
+// as an open orphan), so applying it again to the same state gives the same
+// state, byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "inode.hpp"
+#include "result.hpp"
+
+namespace pfs::meta {
+
+struct CreateOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};  // the new inode
+    uint32_t mode = 0;  // permission bits (S_IFREG or no type bits)
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    StripeLayout layout{};
+    Timespec now{};
+};
+
+struct MkdirOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};
+    uint32_t mode = 0;
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    StripePattern pattern{};
+    Timespec now{};
+};
+
+struct SymlinkOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};
+    std::string target{};
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    Timespec now{};
+};
+
+struct LinkOp {
+    pfs_entry_id id{};  // the existing inode
+    pfs_entry_id parent{};
+    std::string name{};
+    Timespec now{};
+};
+
+struct UnlinkOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    bool keep_orphan = false;  // the victim was open: keep it at nlink 0
+    Timespec now{};
+};
+
+struct RmdirOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    Timespec now{};
+};
+
+inline constexpr uint32_t kRenameNoReplace = 1u << 0;  // RENAME_NOREPLACE
+inline constexpr uint32_t kRenameExchange = 1u << 1;   // RENAME_EXCHANGE
+
+struct RenameOp {
+    pfs_entry_id src_parent{};
+    std::string src_name{};
+    pfs_entry_id dst_parent{};
+    std::string dst_name{};
+    uint32_t flags = 0;
+    bool keep_orphan = false;  // a replaced file was open: keep it at nlink 0
+    Timespec now{};
+};
+
+struct AttrChanges {
+    std::optional<uint32_t> mode{};  // permission bits; the type never changes
+    std::optional<uint32_t> uid{};
+    std::optional<uint32_t> gid{};
+    std::optional<uint64_t> size{};  // regular files only
+    std::optional<Timespec> atime{};
+    std::optional<Timespec> mtime{};
+};
+
+struct SetattrOp {
+    pfs_entry_id id{};
+    AttrChanges changes{};
+    Timespec now{};
+};
+
+inline constexpr uint32_t kXattrCreate = 1;   // XATTR_CREATE
+inline constexpr uint32_t kXattrReplace = 2;  // XATTR_REPLACE
+
+struct SetXattrOp {
+    pfs_entry_id id{};
+    std::string name{};
+    std::string value{};  // bytes, not text
+    uint32_t flags = 0;
+    Timespec now{};
+};
+
+struct RemoveXattrOp {
+    pfs_entry_id id{};
+    std::string name{};
+    Timespec now{};
+};
+
+struct SetPatternOp {
+    pfs_entry_id id{};  // a directory
+    StripePattern pattern{};
+    Timespec now{};
+};
+
+// Frees an inode that has no links left and is no longer open: the last
+// close of an unlinked file, or recovery cleaning up orphans.
+struct PurgeOp {
+    pfs_entry_id id{};
+};
+
+// The encoding tags an op with its index here: append new kinds at the end.
+using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
+                        SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp>;
+
+// Little-endian, versioned, through the shared C codec. Fails only for an
+// op whose strings or lists exceed the namespace's limits (which apply()
+// would refuse anyway).
+Result<std::vector<uint8_t>> encode_op(const Op& op);
+// Bounds-checked: any truncation, trailing byte or out-of-range field is an
+// error. Semantic checks (names, modes, layouts) are apply()'s.
+Result<Op> decode_op(std::span<const uint8_t> bytes);
+
+}  // namespace pfs::meta

@@ -1,0 +1,355 @@
+// The snapshot: a sequence of records, each a u32 length and a body in the
+// shared codec, so no record is unbounded and a big namespace streams.
+//
+//   header   magic, version, owner node, next ino, inode count
+//   inode    kind, attributes, xattrs, body; a directory's header carries
+//            its entry count, and its entries follow in records of at most
+//            kEntriesPerRecord, in cookie order
+//
+// Inodes go out in ino order and entries in cookie order, so the bytes
+// depend on the namespace's state alone. Loading checks every field, then
+// the whole (verify()): links, link counts, parents, reachability.
+#include <dirent.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "namespace.hpp"
+#include "namespace_checks.hpp"
+#include "namespace_codec.hpp"
+
+namespace pfs::meta {
+
+namespace {
+
+using namespace codec;
+
+constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
+constexpr uint32_t kSnapshotVersion = 1;
+constexpr uint32_t kEntriesPerRecord = 4096;
+constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
+constexpr uint32_t kXattrMinSize = 8;
+
+enum Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3 };
+
+struct Header {
+    uint32_t magic = kSnapshotMagic;
+    uint32_t version = kSnapshotVersion;
+    uint32_t owner = 0;
+    uint64_t next_ino = 0;
+    uint64_t inodes = 0;
+};
+
+void xfer_header(pfs_xdr* x, Header& h) {
+    xfer(x, h.magic);
+    xfer(x, h.version);
+    xfer(x, h.owner);
+    xfer(x, h.next_ino);
+    xfer(x, h.inodes);
+}
+
+// What a directory's inode record says about its entries.
+struct DirHeader {
+    uint64_t next_cookie = 0;
+    uint64_t entries = 0;
+};
+
+void xfer_xattrs(pfs_xdr* x, Xattrs& xattrs) {
+    auto n = static_cast<uint32_t>(xattrs.size());
+    if (pfs_x_count(x, &n, kXattrListMax / 2, kXattrMinSize)) return;
+    if (!pfs_xdr_decoding(x)) {
+        for (auto& [name, value] : xattrs) {
+            xfer_str(x, unconst(name), kXattrNameMax);
+            xfer_str(x, value, kXattrValueMax);
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < n && !x->err; ++i) {
+        std::string name, value;
+        xfer_str(x, name, kXattrNameMax);
+        xfer_str(x, value, kXattrValueMax);
+        if (!x->err && !xattrs.emplace(std::move(name), std::move(value)).second) fail(x);
+    }
+}
+
+void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh) {
+    uint8_t kind = n.is_file() ? kFile : n.is_dir() ? kDir : kSymlink;
+    xfer(x, kind);
+    if (pfs_xdr_decoding(x) && !x->err) {
+        if (kind == kFile) n.body = FileBody{};
+        else if (kind == kDir) n.body = DirBody{};
+        else if (kind == kSymlink) n.body = SymlinkBody{};
+        else return fail(x);
+    }
+    Attr& a = n.attr;
+    xfer(x, a.id);
+    xfer(x, a.mode);
+    xfer(x, a.uid);
+    xfer(x, a.gid);
+    xfer(x, a.nlink);
+    xfer(x, a.size);
+    xfer(x, a.atime);
+    xfer(x, a.mtime);
+    xfer(x, a.ctime);
+    xfer_xattrs(x, n.xattrs);
+    if (auto* file = std::get_if<FileBody>(&n.body)) {
+        xfer(x, file->layout);
+    } else if (auto* dir = std::get_if<DirBody>(&n.body)) {
+        xfer(x, dir->parent);
+        xfer(x, dir->pattern);
+        xfer(x, dh.next_cookie);
+        xfer(x, dh.entries);
+    } else {
+        xfer_str(x, std::get<SymlinkBody>(n.body).target, kSymlinkMax);
+    }
+}
+
+struct EntryRecord {
+    uint64_t cookie = 0;
+    std::string name;
+    pfs_entry_id id{};
+    uint8_t type = 0;
+};
+
+void xfer_entries(pfs_xdr* x, std::vector<EntryRecord>& entries) {
+    auto n = static_cast<uint32_t>(entries.size());
+    if (pfs_x_count(x, &n, kEntriesPerRecord, kEntryMinSize)) return;
+    if (pfs_xdr_decoding(x)) entries.resize(n);
+    for (auto& e : entries) {
+        xfer(x, e.cookie);
+        xfer_str(x, e.name, kNameMax);
+        xfer(x, e.id);
+        xfer(x, e.type);
+    }
+}
+
+// Appends length-prefixed records through one reused buffer.
+class RecordWriter {
+public:
+    explicit RecordWriter(const std::function<void(std::span<const uint8_t>)>& write) : write_(write) {}
+
+    template <class Body>
+    Status put(Body&& body) {
+        pfs_xdr x;
+        pfs_xdr_init_size(&x);
+        body(&x);
+        if (x.err) return Error{x.err, "snapshot record too large"};
+        uint32_t len = x.pos;
+        buf_.resize(4 + size_t{len});
+        pfs_xdr_init_encode(&x, buf_.data(), 4);
+        pfs_x_u32(&x, &len);
+        pfs_xdr_init_encode(&x, buf_.data() + 4, len);
+        body(&x);
+        if (x.err || x.pos != len) return Error{x.err ? x.err : -EINVAL, "cannot encode snapshot record"};
+        write_(buf_);
+        return ok_status();
+    }
+
+private:
+    const std::function<void(std::span<const uint8_t>)>& write_;
+    std::vector<uint8_t> buf_;
+};
+
+class RecordReader {
+public:
+    explicit RecordReader(std::span<const uint8_t> in) : in_(in) {}
+
+    bool at_end() const { return pos_ == in_.size(); }
+
+    // Decodes the next record with body; the record must be consumed whole.
+    template <class Body>
+    Status next(Body&& body) {
+        pfs_xdr x;
+        if (in_.size() - pos_ < 4) return Error{-EBADMSG, "snapshot truncated"};
+        uint32_t len = 0;
+        pfs_xdr_init_decode(&x, in_.data() + pos_, 4);
+        pfs_x_u32(&x, &len);
+        if (in_.size() - pos_ - 4 < len) return Error{-EBADMSG, "snapshot truncated"};
+        pfs_xdr_init_decode(&x, in_.data() + pos_ + 4, len);
+        body(&x);
+        if (pfs_xdr_finish(&x)) return Error{x.err, "malformed snapshot record"};
+        pos_ += 4 + size_t{len};
+        return ok_status();
+    }
+
+private:
+    std::span<const uint8_t> in_;
+    size_t pos_ = 0;
+};
+
+Error damaged(const std::string& what) { return Error{-EBADMSG, "damaged namespace snapshot: " + what}; }
+
+// One inode record on its own: its fields are in range and agree with its
+// kind. How it links with the rest is verify()'s.
+Status check_inode(const Inode& n, const Header& h) {
+    const Attr& a = n.attr;
+    std::string which = "inode " + std::to_string(a.id.ino);
+    if (a.id.ino == 0 || a.id.ino >= h.next_ino || a.id.owner_node != h.owner || a.id.generation == 0)
+        return damaged(which + ": bad id");
+    if (dtype_of_mode(a.mode) != n.dtype() || (a.mode & ~(S_IFMT | 07777u)))
+        return damaged(which + ": bad mode");
+    size_t list = 0;
+    for (const auto& [name, value] : n.xattrs) {
+        if (!check_xattr_name(name) || value.size() > kXattrValueMax) return damaged(which + ": bad xattr");
+        list += name.size() + 1;
+    }
+    if (list > kXattrListMax) return damaged(which + ": too many xattrs");
+    if (const auto* file = std::get_if<FileBody>(&n.body)) {
+        if (!check_layout(file->layout) || a.size > kMaxFileSize)
+            return damaged(which + ": bad layout or size");
+    } else if (const auto* link = std::get_if<SymlinkBody>(&n.body)) {
+        if (!check_symlink_target(link->target) || a.size != link->target.size())
+            return damaged(which + ": bad symlink");
+    } else if (!check_pattern(n.dir().pattern) || a.size != 0) {
+        return damaged(which + ": bad directory");
+    }
+    if (!n.is_dir() && a.nlink > kLinkMax) return damaged(which + ": too many links");
+    return ok_status();
+}
+
+// Reads a directory's entry records into it.
+Status read_entries(RecordReader& in, Directory& dir, const DirHeader& dh) {
+    if (!dir.set_next_cookie(dh.next_cookie)) return damaged("bad cookie counter");
+    std::vector<EntryRecord> batch;
+    uint64_t last_cookie = 0;
+    for (uint64_t got = 0; got < dh.entries; got += batch.size()) {
+        batch.clear();
+        if (auto st = in.next([&](pfs_xdr* x) { xfer_entries(x, batch); }); !st) return st;
+        if (batch.empty() || batch.size() > dh.entries - got) return damaged("entry count mismatch");
+        for (const auto& e : batch) {
+            bool valid = check_name(e.name) && !is_dot(e.name) && e.cookie > last_cookie &&
+                         (e.type == DT_REG || e.type == DT_DIR || e.type == DT_LNK);
+            if (!valid || !dir.insert_at(e.name, e.id, e.type, e.cookie)) return damaged("bad entry");
+            last_cookie = e.cookie;
+        }
+    }
+    return ok_status();
+}
+
+}  // namespace
+
+Status Namespace::snapshot_to(const std::function<void(std::span<const uint8_t>)>& write) const {
+    RecordWriter out(write);
+    Header h{.owner = owner_, .next_ino = next_ino_, .inodes = inodes_.size()};
+    if (auto st = out.put([&](pfs_xdr* x) { xfer_header(x, h); }); !st) return st;
+    std::vector<uint64_t> order;
+    order.reserve(inodes_.size());
+    for (const auto& [ino, node] : inodes_) order.push_back(ino);
+    std::sort(order.begin(), order.end());
+    std::vector<EntryRecord> batch;
+    for (uint64_t ino : order) {
+        Inode& n = unconst(inodes_.at(ino));
+        DirHeader dh;
+        if (n.is_dir()) dh = DirHeader{n.dir().entries->next_cookie(), n.dir().entries->size()};
+        if (auto st = out.put([&](pfs_xdr* x) { xfer_inode(x, n, dh); }); !st) return st;
+        if (!n.is_dir()) continue;
+        Status st = ok_status();
+        auto flush = [&] {
+            if (st) st = out.put([&](pfs_xdr* x) { xfer_entries(x, batch); });
+            batch.clear();
+        };
+        n.dir().entries->for_each_after(0, [&](std::string_view name, const Directory::Slot& s) {
+            batch.push_back(EntryRecord{s.cookie, std::string(name), s.id, s.type});
+            if (batch.size() == kEntriesPerRecord) flush();
+            return true;
+        });
+        if (!batch.empty()) flush();
+        if (!st) return st;
+    }
+    return ok_status();
+}
+
+Result<std::vector<uint8_t>> Namespace::snapshot() const {
+    std::vector<uint8_t> bytes;
+    auto st = snapshot_to(
+        [&](std::span<const uint8_t> record) { bytes.insert(bytes.end(), record.begin(), record.end()); });
+    if (!st) return st.error();
+    return bytes;
+}
+
+Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
+    RecordReader in(bytes);
+    Header h{.magic = 0, .version = 0};
+    if (auto st = in.next([&](pfs_xdr* x) { xfer_header(x, h); }); !st) return st.error();
+    if (h.magic != kSnapshotMagic) return Error{-EBADMSG, "not a namespace snapshot"};
+    if (h.version != kSnapshotVersion)
+        return Error{-EPROTONOSUPPORT, "snapshot version " + std::to_string(h.version) + " unknown"};
+    if (h.next_ino <= kRootIno) return damaged("bad inode counter");
+
+    Namespace ns(h.owner);
+    ns.inodes_.clear();
+    ns.counts_ = {};
+    ns.next_ino_ = h.next_ino;
+    // The count is not trusted for allocation: the loop ends when the bytes do.
+    for (uint64_t i = 0; i < h.inodes; ++i) {
+        Inode n;
+        DirHeader dh;
+        if (auto st = in.next([&](pfs_xdr* x) { xfer_inode(x, n, dh); }); !st) return st.error();
+        if (auto st = check_inode(n, h); !st) return st.error();
+        if (n.is_dir())
+            if (auto st = read_entries(in, *n.dir().entries, dh); !st) return st.error();
+        uint64_t ino = n.attr.id.ino;
+        ns.count(n, +1);
+        if (!ns.inodes_.emplace(ino, std::move(n)).second)
+            return damaged("inode " + std::to_string(ino) + " twice");
+    }
+    if (!in.at_end()) return damaged("trailing bytes");
+    if (auto st = ns.verify(); !st) return st.error();
+    return ns;
+}
+
+Status Namespace::verify() {
+    auto root = inodes_.find(kRootIno);
+    if (root == inodes_.end() || !root->second.is_dir() || root->second.dir().parent != kRootIno)
+        return damaged("no root directory");
+    std::unordered_map<uint64_t, uint32_t> links;       // entries naming each inode
+    std::unordered_map<uint64_t, uint32_t> subdirs;     // per directory
+    for (const auto& [ino, node] : inodes_) {
+        if (!node.is_dir()) continue;
+        Status st = ok_status();
+        node.dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
+            auto child = find(s.id);
+            if (!child || (*child)->dtype() != s.type || s.id.ino == kRootIno) {
+                st = damaged("directory " + std::to_string(ino) + " has a bad entry");
+                return false;
+            }
+            if ((*child)->is_dir()) {
+                ++subdirs[ino];
+                if ((*child)->dir().parent != ino) {
+                    st = damaged("directory " + std::to_string(s.id.ino) + " has a wrong parent");
+                    return false;
+                }
+            }
+            return ++links[s.id.ino] <= kLinkMax;
+        });
+        if (!st) return st;
+    }
+    for (const auto& [ino, node] : inodes_) {
+        uint32_t n = links[ino];
+        if (node.is_dir()) {
+            if (n != (ino == kRootIno ? 0u : 1u) || node.attr.nlink != 2 + uint64_t{subdirs[ino]})
+                return damaged("directory " + std::to_string(ino) + " has wrong links");
+        } else {
+            if (node.attr.nlink != n)
+                return damaged("inode " + std::to_string(ino) + " has a wrong link count");
+            if (n == 0) orphans_.insert(ino);
+        }
+    }
+    // Every directory has one parent that names it; only a cycle cut off
+    // from the root could still hide. Walk down from the root to rule it out.
+    std::vector<uint64_t> todo{kRootIno};
+    uint64_t reached = 0;
+    while (!todo.empty()) {
+        uint64_t ino = todo.back();
+        todo.pop_back();
+        ++reached;
+        inodes_.at(ino).dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
+            if (s.type == DT_DIR) todo.push_back(s.id.ino);
+            return true;
+        });
+    }
+    if (reached != counts_.directories) return damaged("directories cut off from the root");
+    return ok_status();
+}
+
+}  // namespace pfs::meta
