@@ -29,6 +29,10 @@ kmod: deps
 test: all
 	@scripts/run-tests.sh $(BUILD)
 
+bench: all
+	cmake --build $(BUILD) --target pfs-bench -j $(JOBS)
+	@tests/bench/run-bench.sh $(BUILD)
+
 run: all
 	@utils/pfs-local start
 

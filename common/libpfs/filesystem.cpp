@@ -75,10 +75,15 @@ awaitable<Result<pfs_entry_id>> FileSystem::root() {
 awaitable<Result<pfs_attr>> FileSystem::resolve(std::string_view path) {
     auto dir = co_await root();
     if (!dir) co_return dir.error();
-    auto attr = co_await attr_call(*dir, PFS_MSG_GETATTR, encode(pfs_x_entry_id, *dir));
-    for (auto name : components(path)) {
+    auto parts = components(path);
+    if (parts.empty()) co_return co_await attr_call(*dir, PFS_MSG_GETATTR, encode(pfs_x_entry_id, *dir));
+    // One LOOKUP per component: the root's own attributes are not needed.
+    Result<pfs_attr> attr = Error{};
+    pfs_entry_id at = *dir;
+    for (auto name : parts) {
+        attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, name));
         if (!attr) break;
-        attr = co_await attr_call(attr->id, PFS_MSG_LOOKUP, name_req(attr->id, name));
+        at = attr->id;
     }
     co_return attr;
 }

@@ -1,0 +1,125 @@
+#include "local_fs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace pfs::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Runs fn(thread index) on n threads; returns the wall time.
+double parallel(int n, const std::function<void(int)>& fn) {
+    auto t0 = Clock::now();
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) threads.emplace_back(fn, i);
+    for (auto& t : threads) t.join();
+    return seconds_since(t0);
+}
+
+void check(bool ok, const std::string& what) {
+    if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+std::string dl_path(const std::string& root, int i) {
+    return root + "/dl/" + std::to_string(i % 10) + "/" + std::to_string(i / 10 % 10) + "/img" + std::to_string(i);
+}
+
+}  // namespace
+
+Figures run_local(const std::string& dir, const Workload& w) {
+    namespace fs = std::filesystem;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Figures f;
+    const size_t mib = 1 << 20;
+    std::vector<char> block(mib, 'x');
+
+    // (a) sequential file per thread, 1 MiB requests.
+    double t = parallel(w.threads, [&](int i) {
+        int fd = ::open((dir + "/seq" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        check(fd >= 0, "open");
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) check(pwrite(fd, block.data(), mib, b * mib) == (ssize_t)mib, "pwrite");
+        check(fdatasync(fd) == 0, "fdatasync");
+        ::close(fd);
+    });
+    f.seq_write_mbs = w.threads * w.seq_mib_per_thread / t;
+    t = parallel(w.threads, [&](int i) {
+        std::vector<char> buf(mib);
+        int fd = ::open((dir + "/seq" + std::to_string(i)).c_str(), O_RDONLY);
+        check(fd >= 0, "open");
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) check(pread(fd, buf.data(), mib, b * mib) == (ssize_t)mib, "pread");
+        ::close(fd);
+    });
+    f.seq_read_mbs = w.threads * w.seq_mib_per_thread / t;
+
+    // (b) deep-learning reads: 100 KiB files, whole, random order.
+    std::vector<char> image(100 << 10, 'i');
+    for (int i = 0; i < w.dl_files; ++i) {
+        auto p = dl_path(dir, i);
+        fs::create_directories(fs::path(p).parent_path());
+        int fd = ::open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        check(fd >= 0 && write(fd, image.data(), image.size()) == (ssize_t)image.size(), "write");
+        ::close(fd);
+    }
+    std::vector<int> order(w.dl_files);
+    for (int i = 0; i < w.dl_files; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937(7));
+    t = parallel(w.threads, [&](int tid) {
+        std::vector<char> buf(image.size());
+        for (size_t k = tid; k < order.size(); k += w.threads) {
+            int fd = ::open(dl_path(dir, order[k]).c_str(), O_RDONLY);
+            check(fd >= 0 && read(fd, buf.data(), buf.size()) == (ssize_t)buf.size(), "read");
+            ::close(fd);
+        }
+    });
+    f.dl_read_files_s = w.dl_files / t;
+
+    // (c) metadata: one shared directory, then one per thread.
+    fs::create_directories(dir + "/shared");
+    auto name = [&](const std::string& d, int tid, int k) { return d + "/f" + std::to_string(tid) + "_" + std::to_string(k); };
+    const double n = double(w.threads) * w.meta_files_per_thread;
+    t = parallel(w.threads, [&](int tid) {
+        for (int k = 0; k < w.meta_files_per_thread; ++k) {
+            int fd = ::open(name(dir + "/shared", tid, k).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+            check(fd >= 0, "create");
+            ::close(fd);
+        }
+    });
+    f.create_shared_s = n / t;
+    t = parallel(w.threads, [&](int tid) {
+        struct stat st;
+        for (int k = 0; k < w.meta_files_per_thread; ++k) check(::stat(name(dir + "/shared", tid, k).c_str(), &st) == 0, "stat");
+    });
+    f.stat_shared_s = n / t;
+    t = parallel(w.threads, [&](int tid) {
+        for (int k = 0; k < w.meta_files_per_thread; ++k) check(::unlink(name(dir + "/shared", tid, k).c_str()) == 0, "unlink");
+    });
+    f.unlink_shared_s = n / t;
+    t = parallel(w.threads, [&](int tid) {
+        auto d = dir + "/private" + std::to_string(tid);
+        fs::create_directories(d);
+        for (int k = 0; k < w.meta_files_per_thread; ++k) {
+            int fd = ::open(name(d, tid, k).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+            check(fd >= 0, "create");
+            ::close(fd);
+        }
+    });
+    f.create_private_s = n / t;
+    fs::remove_all(dir);
+    return f;
+}
+
+}  // namespace pfs::bench
