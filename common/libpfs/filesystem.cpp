@@ -72,17 +72,44 @@ awaitable<Result<pfs_entry_id>> FileSystem::root() {
     co_return pfs_entry_id{PFS_ROOT_INO, *node, PFS_ROOT_GENERATION};
 }
 
+std::string FileSystem::cache_key(const pfs_entry_id& dir, std::string_view name) {
+    return std::to_string(dir.owner_node) + ":" + std::to_string(dir.ino) + ":" + std::to_string(dir.generation) +
+           "/" + std::string(name);
+}
+
 awaitable<Result<pfs_attr>> FileSystem::resolve(std::string_view path) {
+    auto attr = co_await walk(path, options_.dir_cache_ttl.count() > 0);
+    if (!attr && attr.error().code == -ESTALE && !dir_cache_.empty()) {
+        // A cached directory is gone on the server: walk again, asking.
+        dir_cache_.clear();
+        attr = co_await walk(path, false);
+    }
+    co_return attr;
+}
+
+awaitable<Result<pfs_attr>> FileSystem::walk(std::string_view path, bool use_cache) {
     auto dir = co_await root();
     if (!dir) co_return dir.error();
     auto parts = components(path);
     if (parts.empty()) co_return co_await attr_call(*dir, PFS_MSG_GETATTR, encode(pfs_x_entry_id, *dir));
-    // One LOOKUP per component: the root's own attributes are not needed.
+    // One LOOKUP per component, but directories on the way may come from
+    // the cache; the last component is always asked for (fresh attributes).
+    auto now = std::chrono::steady_clock::now();
     Result<pfs_attr> attr = Error{};
     pfs_entry_id at = *dir;
-    for (auto name : parts) {
-        attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, name));
+    for (size_t i = 0; i < parts.size(); ++i) {
+        bool last = i + 1 == parts.size();
+        if (use_cache && !last) {
+            auto hit = dir_cache_.find(cache_key(at, parts[i]));
+            if (hit != dir_cache_.end() && hit->second.expires > now) {
+                at = hit->second.id;
+                continue;
+            }
+        }
+        attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, parts[i]));
         if (!attr) break;
+        if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0)
+            dir_cache_[cache_key(at, parts[i])] = CachedDir{attr->id, now + options_.dir_cache_ttl};
         at = attr->id;
     }
     co_return attr;
@@ -112,6 +139,7 @@ awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mo
 awaitable<Status> FileSystem::rmdir(std::string_view path) {
     auto parent = co_await resolve_parent(path);
     if (!parent) co_return parent.error();
+    dir_cache_.clear();
     auto r = co_await meta(parent->dir, PFS_MSG_RMDIR, name_req(parent->dir, parent->name));
     if (!r) co_return r.error();
     co_return ok_status();
@@ -137,6 +165,7 @@ awaitable<Status> FileSystem::rename(std::string_view from, std::string_view to,
     if (!set_field(m->src_name, src->name) || !set_field(m->dst_name, dst->name))
         co_return Error{-ENAMETOOLONG, "name too long"};
     auto payload = encode_payload([&](pfs_xdr* x) { pfs_x_rename(x, m.get()); });
+    dir_cache_.clear();
     auto r = co_await meta(src->dir, PFS_MSG_RENAME, std::move(payload));
     if (!r) co_return r.error();
     co_return ok_status();
@@ -297,15 +326,10 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
     if (flags & O_CREAT) {
         auto parent = co_await resolve_parent(path);
         if (!parent) co_return parent.error();
-        pfs_create m{parent->dir, {}, mode & 07777, (flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u};
+        uint32_t create_flags = PFS_CREATE_OPEN | ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
+        pfs_create m{parent->dir, {}, mode & 07777, create_flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
         body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m));
-        if (!body) co_return body.error();
-        auto created = decode_open(*body);
-        if (!created) co_return created.error();
-        // A create is not an open on the server: register the open too.
-        body = co_await meta(created->attr.id, PFS_MSG_OPEN,
-                             encode(pfs_x_open, pfs_open{created->attr.id, static_cast<uint32_t>(flags)}));
     } else {
         auto attr = co_await resolve(path);
         if (!attr) co_return attr.error();

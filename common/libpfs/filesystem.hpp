@@ -5,8 +5,10 @@
 
 #include <fcntl.h>
 
+#include <chrono>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cluster.hpp"
@@ -26,9 +28,17 @@ struct OpenFile {
     uint64_t written_end = 0;  // how far this handle wrote: reported on sync/close
 };
 
+struct FileSystemOptions {
+    // How long a directory found on a path is trusted without asking the
+    // metadata server again (0: always ask). Renames and rmdirs by this
+    // client drop the cache; other clients' changes show within this time.
+    std::chrono::milliseconds dir_cache_ttl{1000};
+};
+
 class FileSystem {
 public:
-    explicit FileSystem(Cluster& cluster) : cluster_(cluster), io_(cluster) {}
+    explicit FileSystem(Cluster& cluster, FileSystemOptions options = {})
+        : cluster_(cluster), io_(cluster), options_(options) {}
 
     awaitable<Result<pfs_attr>> stat(std::string_view path);
     awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755);
@@ -69,6 +79,12 @@ private:
 
     awaitable<Result<pfs_entry_id>> root();
     awaitable<Result<pfs_attr>> resolve(std::string_view path);
+    awaitable<Result<pfs_attr>> walk(std::string_view path, bool use_cache);
+    struct CachedDir {
+        pfs_entry_id id{};
+        std::chrono::steady_clock::time_point expires;
+    };
+    static std::string cache_key(const pfs_entry_id& dir, std::string_view name);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
     awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
@@ -76,6 +92,8 @@ private:
 
     Cluster& cluster_;
     StripedIo io_;
+    FileSystemOptions options_;
+    std::unordered_map<std::string, CachedDir> dir_cache_;
 };
 
 }  // namespace pfs::client

@@ -308,7 +308,7 @@ int pfs_x_create(struct pfs_xdr *x, struct pfs_create *m)
 	pfs_x_entry_id(x, &m->dir);
 	pfs_x_str(x, m->name, sizeof(m->name));
 	pfs_x_flags32(x, &m->mode, 07777);
-	return pfs_x_flags32(x, &m->flags, PFS_CREATE_EXCL);
+	return pfs_x_flags32(x, &m->flags, PFS_CREATE_EXCL | PFS_CREATE_OPEN);
 }
 
 int pfs_x_symlink(struct pfs_xdr *x, struct pfs_symlink *m)

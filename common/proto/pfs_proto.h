@@ -364,6 +364,7 @@ struct pfs_name_req {
 
 enum pfs_create_flags {
 	PFS_CREATE_EXCL = 1u << 0,	/* O_EXCL: an existing name is EEXIST */
+	PFS_CREATE_OPEN = 1u << 1,	/* also open it: one request, not two */
 };
 
 struct pfs_create {

@@ -147,6 +147,9 @@ awaitable<Reply> Service::on_create(Request& req) {
     auto created = ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
                                (m->flags & PFS_CREATE_EXCL) != 0);
     if (!created) co_return Reply::from(created.error());
+    if (m->flags & PFS_CREATE_OPEN) {
+        if (auto st = ns_->open(created->attr.id); !st) co_return Reply::from(st.error());
+    }
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
 }
 
