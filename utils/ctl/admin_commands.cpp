@@ -11,20 +11,6 @@ std::string done(const Context& ctx, const std::string& what) {
     return ctx.json ? render_json({{"ok", true}}) : what + "\n";
 }
 
-// POOL as an id or a name, checked against the pools that exist.
-Result<pfs_pool_info> resolve_pool(const Snapshot& snap, const std::string& word) {
-    bool numeric = !word.empty() && word.find_first_not_of("0123456789") == std::string::npos;
-    for (const auto& p : snap.pools) {
-        if (numeric ? std::to_string(p.pool_id) == word : text(p.name) == word) return p;
-    }
-    if (numeric) {
-        auto id = parse_id(word, "pool id");
-        if (!id) return id.error();
-        return refused("unknown storage pool: no pool " + word);
-    }
-    return refused("unknown storage pool: no pool named '" + word + "'");
-}
-
 }  // namespace
 
 Result<std::string> pool_create(Context& ctx) {

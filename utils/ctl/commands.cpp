@@ -18,6 +18,21 @@ const std::vector<Command>& all_commands() {
         {"pool", "assign", "POOL TARGET [TARGET...]", "move targets into a pool (POOL by id or name)",
          {}, 2, SIZE_MAX, pool_assign},
         {"df", "", "", "free space and inodes of metadata nodes and storage targets", {}, 0, 0, df},
+        {"entry", "info", "PATH", "type, id, attributes and stripe layout (files) or pattern (directories)",
+         {}, 1, 1, entry_info},
+        {"entry", "set", "[--chunk-size SIZE] [--num-targets N] [--pool POOL] DIR",
+         "change the stripe pattern a directory gives new files", {"chunk-size", "num-targets", "pool"}, 1, 1,
+         entry_set},
+        {"stat", "", "PATH", "attributes of a file, directory or symlink", {}, 1, 1, stat_entry},
+        {"ls", "", "[-l] [PATH]", "list a directory (-l: with attributes)", {"long"}, 0, 1, list_dir},
+        {"mkdir", "", "[-p] PATH", "create a directory (-p: with its parents, fine if it exists)", {"parents"}, 1, 1,
+         make_dir},
+        {"rm", "", "[-r] PATH", "remove a file or symlink (-r: also a directory tree)", {"recursive"}, 1, 1,
+         remove_entry},
+        {"mv", "", "SRC DST", "rename an entry (into DST if DST is a directory)", {}, 2, 2, move_entry},
+        {"cp", "", "[-r] SRC DST", "copy into or out of PFS: one side is pfs:/PATH (-r: directory trees)",
+         {"recursive"}, 2, 2, copy},
+        {"cat", "", "PATH", "write a file's contents to stdout", {}, 1, 1, cat},
     };
     return commands;
 }
@@ -46,17 +61,21 @@ std::string usage_line(const Command& cmd) {
 }
 
 std::string commands_help() {
+    // Summaries line up after the heads; a head too long for that gets its summary below.
+    constexpr size_t kMaxWidth = 36;
     std::vector<std::pair<std::string, std::string_view>> lines;
     size_t width = 0;
     for (const auto& cmd : all_commands()) {
         std::string head = command_words(cmd);
         if (!cmd.synopsis.empty()) (head += ' ') += cmd.synopsis;
-        width = std::max(width, head.size());
+        if (head.size() <= kMaxWidth) width = std::max(width, head.size());
         lines.emplace_back(std::move(head), cmd.summary);
     }
     std::string out = "Commands:\n";
     for (const auto& [head, summary] : lines) {
-        out += "  " + head + std::string(width - head.size() + 2, ' ');
+        out += "  " + head;
+        if (head.size() > width) out += "\n" + std::string(width + 4, ' ');
+        else out += std::string(width - head.size() + 2, ' ');
         out += summary;
         out += '\n';
     }

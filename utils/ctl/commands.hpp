@@ -7,15 +7,20 @@
 #include <vector>
 
 #include "config.hpp"
+#include "fs_client.hpp"
 #include "mgmt_client.hpp"
 
 namespace pfs::ctl {
 
 struct Context {
     MgmtClient& mgmt;
-    const Options& options;         // --type, --state, --space, --id
+    const Options& options;         // --type, --state, --space, --id, ...
     std::vector<std::string> args;  // the words after NOUN VERB
     bool json = false;
+    std::unique_ptr<FsClient> fs_client;
+
+    // The file system, connected on first use (fs_views.cpp).
+    Result<FsClient*> fs();
 };
 
 using CommandFn = Result<std::string> (*)(Context&);
@@ -32,7 +37,8 @@ struct Command {
 };
 
 // Options that only some commands take; main() checks them against Command::flags.
-inline constexpr std::string_view kCommandFlags[] = {"type", "state", "space", "id"};
+inline constexpr std::string_view kCommandFlags[] = {
+    "type", "state", "space", "id", "parents", "long", "recursive", "chunk-size", "num-targets", "pool"};
 
 const std::vector<Command>& all_commands();
 const Command* find_command(std::string_view noun, std::string_view verb);
@@ -44,7 +50,8 @@ std::string usage_line(const Command& cmd);
 // Every command with its one-line summary, for --help and "pfs-ctl help".
 std::string commands_help();
 
-// The commands themselves (list_commands.cpp, df.cpp, admin_commands.cpp).
+// The commands themselves (list_commands.cpp, df.cpp, admin_commands.cpp,
+// entry_commands.cpp, fs_commands.cpp, transfer_commands.cpp).
 Result<std::string> node_list(Context& ctx);
 Result<std::string> target_list(Context& ctx);
 Result<std::string> pool_list(Context& ctx);
@@ -52,5 +59,14 @@ Result<std::string> df(Context& ctx);
 Result<std::string> pool_create(Context& ctx);
 Result<std::string> pool_assign(Context& ctx);
 Result<std::string> target_set_state(Context& ctx);
+Result<std::string> entry_info(Context& ctx);
+Result<std::string> entry_set(Context& ctx);
+Result<std::string> stat_entry(Context& ctx);
+Result<std::string> make_dir(Context& ctx);
+Result<std::string> list_dir(Context& ctx);
+Result<std::string> remove_entry(Context& ctx);
+Result<std::string> move_entry(Context& ctx);
+Result<std::string> copy(Context& ctx);
+Result<std::string> cat(Context& ctx);
 
 }  // namespace pfs::ctl

@@ -1,5 +1,6 @@
 // pfs-ctl: the administration tool. Asks pfs-mgmtd about nodes, targets and
-// pools and changes them; tables for people, --json for scripts.
+// pools and changes them, and works on the file system itself (entries,
+// stripe patterns, copies in and out); tables for people, --json for scripts.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -15,8 +16,10 @@ using namespace pfs::ctl;
 namespace {
 
 constexpr const char* kSummary =
-    "PFS administration: nodes, storage targets, storage pools and free space, as reported by pfs-mgmtd.\n"
-    "Exit status: 0 done, 1 refused by pfs-mgmtd, 2 usage error, 3 pfs-mgmtd unreachable or authentication failed.";
+    "PFS administration: nodes, storage targets, storage pools and free space, as reported by pfs-mgmtd;\n"
+    "entries, stripe patterns and copies in and out of the file system.\n"
+    "Exit status: 0 done, 1 refused by a server or a file system error (no such file, ...), 2 usage error,\n"
+    "3 a server unreachable or authentication failed.";
 
 int fail(const Error& e) {
     std::fprintf(stderr, "pfs-ctl: %s\n", e.message.c_str());
@@ -33,6 +36,13 @@ void declare_options(Options& options) {
         ("state", po::bool_switch(), "target list: add reachability and consistency")
         ("space", po::bool_switch(), "target list: add capacity and capacity pool")
         ("id", po::value<std::string>()->value_name("N"), "pool create: the id for the new pool")
+        ("parents,p", po::bool_switch(), "mkdir: create missing parents; no error if the directory exists")
+        ("long,l", po::bool_switch(), "ls: with mode, links, owner, size and time")
+        ("recursive,r", po::bool_switch(), "rm, cp: whole directory trees")
+        ("chunk-size", po::value<std::string>()->value_name("SIZE"),
+         "entry set: chunk size for new files (512K, 1M, 4M: a power of two, 64K..1G)")
+        ("num-targets", po::value<std::string>()->value_name("N"), "entry set: targets per new file")
+        ("pool", po::value<std::string>()->value_name("POOL"), "entry set: storage pool (id or name) for new files")
         ("command", po::value<std::vector<std::string>>()->value_name("WORDS"),
          "the command: NOUN VERB [ARGS] (listed below)");
     options.positional("command", -1);
@@ -98,7 +108,7 @@ int run(int argc, char** argv) {
 
     auto mgmt = MgmtClient::open(options);
     if (!mgmt) return fail(mgmt.error());
-    Context ctx{**mgmt, options, std::move(args), options.get<bool>("json")};
+    Context ctx{**mgmt, options, std::move(args), options.get<bool>("json"), nullptr};
     auto output = (*cmd)->run(ctx);
     if (!output) return fail(output.error());
     std::fputs(output->c_str(), stdout);

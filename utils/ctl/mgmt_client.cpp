@@ -1,10 +1,8 @@
 #include "mgmt_client.hpp"
 
-#include <optional>
-
 #include "daemon.hpp"
 #include "exit_status.hpp"
-#include "rpc_client.hpp"
+#include "sync_client.hpp"
 
 namespace pfs::ctl {
 
@@ -19,30 +17,6 @@ struct MgmtClient::Impl {
 
 namespace {
 
-awaitable<void> call_into(std::shared_ptr<RpcClient> rpc, uint16_t type, Bytes payload, milliseconds timeout,
-                          std::optional<Result<Reply>>& out) {
-    out = co_await rpc->call(type, std::move(payload), timeout);
-}
-
-std::string strip_prefix(std::string text, const std::string& prefix) {
-    if (text.starts_with(prefix)) text.erase(0, prefix.size());
-    return text;
-}
-
-// A request that got no answer: why, in the operator's terms.
-Error no_answer(const Error& e, const MgmtClient::Impl& impl, bool was_connected) {
-    const std::string& at = impl.address;
-    std::string detail = strip_prefix(strip_prefix(e.message, "cannot connect to " + at + ": "), at + ": ");
-    if (e.code == PFS_E_AUTH) {
-        if (detail.find("wrong shared secret") != std::string::npos) detail = "wrong shared secret?";
-        return unreachable("authentication with pfs-mgmtd at " + at + " failed: " + detail);
-    }
-    if (e.code == -ETIMEDOUT && was_connected)
-        return unreachable("pfs-mgmtd at " + at + " did not answer within " + std::to_string(impl.timeout.count()) +
-                           " ms");
-    return unreachable("cannot reach pfs-mgmtd at " + at + ": " + detail);
-}
-
 template <class M>
 Result<std::vector<M>> decode_list(const Bytes& body, int (*xfer)(pfs_xdr*, M*), uint32_t min_size,
                                    const std::string& from) {
@@ -52,7 +26,47 @@ Result<std::vector<M>> decode_list(const Bytes& body, int (*xfer)(pfs_xdr*, M*),
     return items;
 }
 
+std::string strip_prefix(std::string text, const std::string& prefix) {
+    if (text.starts_with(prefix)) text.erase(0, prefix.size());
+    return text;
+}
+
 }  // namespace
+
+ClientConfig ClientSettings::client_config() const {
+    ClientConfig config;
+    config.connect_timeout = timeout;
+    config.request_timeout = timeout;
+    return config;
+}
+
+Result<ClientSettings> load_settings(const Options& options) {
+    auto endpoint = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
+    if (!endpoint) return usage_error("--mgmtd: " + endpoint.error().message);
+    unsigned timeout_ms = options.get<unsigned>("timeout-ms");
+    if (timeout_ms == 0) return usage_error("--timeout-ms must be at least 1");
+
+    auto secret = daemon::load_secret(options);
+    if (!secret) {
+        // "auth file PATH: strerror" reads well after "cannot read"; other complaints need a colon.
+        const std::string& msg = secret.error().message;
+        std::string prefix = "auth file " + options.get<std::string>("auth-file") + ": ";
+        return unreachable(msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg);
+    }
+    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms)};
+}
+
+Error mgmtd_no_answer(const Error& e, const std::string& at, milliseconds timeout, bool was_connected) {
+    std::string detail = strip_prefix(strip_prefix(e.message, "cannot connect to " + at + ": "), at + ": ");
+    if (e.code == PFS_E_AUTH) {
+        if (detail.find("wrong shared secret") != std::string::npos) detail = "wrong shared secret?";
+        return unreachable("authentication with pfs-mgmtd at " + at + " failed: " + detail);
+    }
+    if (e.code == -ETIMEDOUT && was_connected)
+        return unreachable("pfs-mgmtd at " + at + " did not answer within " + std::to_string(timeout.count()) +
+                           " ms");
+    return unreachable("cannot reach pfs-mgmtd at " + at + ": " + detail);
+}
 
 MgmtClient::MgmtClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -76,40 +90,24 @@ void MgmtClient::add_options(Options& options) {
 }
 
 Result<std::unique_ptr<MgmtClient>> MgmtClient::open(const Options& options) {
-    auto endpoint = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
-    if (!endpoint) return usage_error("--mgmtd: " + endpoint.error().message);
-    unsigned timeout_ms = options.get<unsigned>("timeout-ms");
-    if (timeout_ms == 0) return usage_error("--timeout-ms must be at least 1");
-
-    auto secret = daemon::load_secret(options);
-    if (!secret) {
-        // "auth file PATH: strerror" reads well after "cannot read"; other complaints need a colon.
-        const std::string& msg = secret.error().message;
-        std::string prefix = "auth file " + options.get<std::string>("auth-file") + ": ";
-        return unreachable(msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg);
-    }
+    auto settings = load_settings(options);
+    if (!settings) return settings.error();
     auto impl = std::make_unique<Impl>();
-    impl->address = endpoint->str();
-    impl->timeout = milliseconds(timeout_ms);
-    ClientConfig config;
-    config.connect_timeout = impl->timeout;
-    config.request_timeout = impl->timeout;
-    impl->rpc = RpcClient::create(impl->io.get_executor(), std::move(*endpoint), std::move(*secret), config);
+    impl->address = settings->mgmtd.str();
+    impl->timeout = settings->timeout;
+    impl->rpc = RpcClient::create(impl->io.get_executor(), settings->mgmtd, settings->secret,
+                                  settings->client_config());
     return std::make_unique<MgmtClient>(std::move(impl));
 }
 
 Result<Bytes> MgmtClient::call(uint16_t type, Result<Bytes> payload) {
     if (!payload) return usage_error("cannot encode " + std::string(pfs_msg_name(type)) + ": " + payload.error().message);
     bool was_connected = impl_->rpc->connected();
-    std::optional<Result<Reply>> out;
-    impl_->io.restart();
-    asio::co_spawn(impl_->io, call_into(impl_->rpc, type, std::move(*payload), impl_->timeout, out), asio::detached);
-    // run() would not return: the connection's reader stays parked on the socket.
-    while (!out && impl_->io.run_one()) {
-    }
-    if (!out) return unreachable("lost the request to pfs-mgmtd at " + impl_->address);
-    if (!*out) return no_answer(out->error(), *impl_, was_connected || impl_->rpc->connected());
-    Reply& reply = out->value();
+    auto out = run_sync(impl_->io, impl_->rpc->call(type, std::move(*payload), impl_->timeout));
+    if (!out)
+        return mgmtd_no_answer(out.error(), impl_->address, impl_->timeout,
+                               was_connected || impl_->rpc->connected());
+    Reply& reply = out.value();
     if (reply.status != PFS_OK) return refused(reply_error(reply).message);
     return std::move(reply.body);
 }

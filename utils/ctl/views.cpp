@@ -117,6 +117,19 @@ Result<Snapshot> fetch(MgmtClient& mgmt, unsigned what) {
     return snap;
 }
 
+Result<pfs_pool_info> resolve_pool(const Snapshot& snap, const std::string& word) {
+    bool numeric = !word.empty() && word.find_first_not_of("0123456789") == std::string::npos;
+    for (const auto& p : snap.pools) {
+        if (numeric ? std::to_string(p.pool_id) == word : text(p.name) == word) return p;
+    }
+    if (numeric) {
+        auto id = parse_id(word, "pool id");
+        if (!id) return id.error();
+        return refused("unknown storage pool: no pool " + word);
+    }
+    return refused("unknown storage pool: no pool named '" + word + "'");
+}
+
 std::string labelled(uint32_t id, const std::string& name) {
     return name.empty() ? std::to_string(id) : std::to_string(id) + " (" + name + ")";
 }

@@ -54,6 +54,8 @@ struct Snapshot {
 
 enum Fetch : unsigned { kNodes = 1, kTargets = 2, kPools = 4 };
 Result<Snapshot> fetch(MgmtClient& mgmt, unsigned what);
+// POOL as an id or a name, checked against the snapshot's pools.
+Result<pfs_pool_info> resolve_pool(const Snapshot& snap, const std::string& word);
 
 // "2 (s1)", or "2" when the name is unknown.
 std::string labelled(uint32_t id, const std::string& name);

@@ -1,0 +1,206 @@
+#include "fs_client.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "filesystem.hpp"
+#include "sync_client.hpp"
+
+namespace pfs::ctl {
+
+using client::FileSystem;
+using client::OpenFile;
+
+struct FsClient::Impl {
+    asio::io_context io;
+    std::unique_ptr<client::Cluster> cluster;
+    std::unique_ptr<FileSystem> fs;
+
+    template <class T>
+    T run(awaitable<T> task) {
+        return run_sync(io, std::move(task));
+    }
+};
+
+namespace {
+
+// libpfs's FileSystem answers by path; pfs-ctl also asks by entry id, and
+// wants a file's pool, which libpfs's StripeLayout leaves out.
+awaitable<Result<pfs_attr>> getattr(client::Cluster& cluster, pfs_entry_id id) {
+    auto body = co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_GETATTR, encode(pfs_x_entry_id, id));
+    if (!body) co_return body.error();
+    co_return decode(*body, pfs_x_attr);
+}
+
+Result<FileLayout> decode_layout(const Bytes& open_reply) {
+    pfs_attr attr{};
+    auto wire = std::make_unique<pfs_layout>();
+    bool has_layout = false;
+    auto st = decode_payload(open_reply, [&](pfs_xdr* x) {
+        if (pfs_x_attr(x, &attr)) return;
+        if (pfs_xdr_remaining(x) > 0) {
+            has_layout = true;
+            pfs_x_layout(x, wire.get());
+        }
+    });
+    if (!st) return st.error();
+    if (!has_layout) return Error{-EINVAL, "the metadata server sent no stripe layout"};
+    return FileLayout{wire->chunk_size, wire->pool_id, std::vector<uint32_t>(wire->targets, wire->targets + wire->count)};
+}
+
+// OPEN read-only for the layout, then CLOSE.
+awaitable<Result<FileLayout>> open_layout(client::Cluster& cluster, pfs_entry_id id) {
+    auto body = co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_OPEN,
+                                              encode(pfs_x_open, pfs_open{id, static_cast<uint32_t>(O_RDONLY)}));
+    if (!body) co_return body.error();
+    (void)co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_CLOSE, encode(pfs_x_entry_id, id));
+    co_return decode_layout(*body);
+}
+
+// Only regular files have contents to copy.
+Status check_regular(const pfs_attr& attr, const std::string& path) {
+    if ((attr.mode & S_IFMT) == S_IFDIR) return Error{-EISDIR, path + " is a directory"};
+    if ((attr.mode & S_IFMT) != S_IFREG) return Error{-EINVAL, path + " is not a regular file"};
+    return ok_status();
+}
+
+}  // namespace
+
+FsClient::FsClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FsClient::~FsClient() {
+    if (!impl_) return;
+    impl_->cluster->close();
+    impl_->io.restart();
+    impl_->io.poll();  // let the readers see their closed sockets before the loop goes away
+}
+
+Result<std::unique_ptr<FsClient>> FsClient::connect(const Options& options) {
+    auto settings = load_settings(options);
+    if (!settings) return settings.error();
+    auto impl = std::make_unique<Impl>();
+    impl->cluster = std::make_unique<client::Cluster>(impl->io.get_executor(), settings->mgmtd, settings->secret,
+                                                      settings->client_config());
+    impl->fs = std::make_unique<FileSystem>(*impl->cluster);
+    auto client = std::make_unique<FsClient>(std::move(impl));
+    auto st = client->impl_->run(client->impl_->cluster->start());
+    if (!st) {
+        bool connected = client->impl_->cluster->mgmtd().connected();
+        return mgmtd_no_answer(st.error(), settings->mgmtd.str(), settings->timeout, connected);
+    }
+    return client;
+}
+
+Result<pfs_attr> FsClient::stat(const std::string& path) { return impl_->run(impl_->fs->stat(path)); }
+
+std::vector<Result<pfs_attr>> FsClient::stat_all(const std::vector<pfs_entry_id>& ids) {
+    std::vector<Result<pfs_attr>> out;
+    out.reserve(ids.size());
+    pipeline<Result<pfs_attr>>(
+        impl_->io, kStatsInFlight,
+        [&](size_t i) -> std::optional<awaitable<Result<pfs_attr>>> {
+            if (i >= ids.size()) return std::nullopt;
+            return getattr(*impl_->cluster, ids[i]);
+        },
+        [&](size_t, Result<pfs_attr>&& attr) {
+            out.push_back(std::move(attr));
+            return true;
+        });
+    return out;
+}
+
+Result<std::vector<DirEntry>> FsClient::readdir(const std::string& path) {
+    auto entries = impl_->run(impl_->fs->readdir(path));
+    if (!entries) return entries.error();
+    std::vector<DirEntry> out;
+    for (auto& e : *entries)
+        if (e.name != "." && e.name != "..") out.push_back(DirEntry{std::move(e.name), e.id, e.type});
+    return out;
+}
+
+Result<std::string> FsClient::readlink(const std::string& path) { return impl_->run(impl_->fs->readlink(path)); }
+
+Result<pfs_attr> FsClient::mkdir(const std::string& path, uint32_t mode) {
+    return impl_->run(impl_->fs->mkdir(path, mode));
+}
+
+Status FsClient::rmdir(const std::string& path) { return impl_->run(impl_->fs->rmdir(path)); }
+
+Status FsClient::unlink(const std::string& path) { return impl_->run(impl_->fs->unlink(path)); }
+
+Status FsClient::rename(const std::string& from, const std::string& to) {
+    return impl_->run(impl_->fs->rename(from, to));
+}
+
+Result<pfs_pattern> FsClient::get_pattern(const std::string& dir) { return impl_->run(impl_->fs->get_pattern(dir)); }
+
+Status FsClient::set_pattern(const std::string& dir, const pfs_pattern& pattern) {
+    return impl_->run(impl_->fs->set_pattern(dir, pattern));
+}
+
+Result<FileLayout> FsClient::layout(const pfs_attr& file) {
+    return impl_->run(open_layout(*impl_->cluster, file.id));
+}
+
+Result<uint64_t> FsClient::upload(const std::string& path, uint32_t mode, const Source& source) {
+    auto file = impl_->run(impl_->fs->open(path, O_WRONLY | O_CREAT | O_TRUNC, mode));
+    if (!file) return file.error();
+    std::vector<Bytes> buffers(kPiecesInFlight);
+    uint64_t offset = 0;
+    bool at_end = false;
+    Status failed = ok_status();
+    pipeline<Status>(
+        impl_->io, kPiecesInFlight,
+        [&](size_t i) -> std::optional<awaitable<Status>> {
+            if (at_end) return std::nullopt;
+            Bytes& buf = buffers[i % kPiecesInFlight];
+            buf.resize(kPieceSize);
+            auto n = source(buf);
+            if (!n) failed = n.error();
+            if (!n || *n < kPieceSize) at_end = true;
+            if (!n || *n == 0) return std::nullopt;
+            uint64_t at = offset;
+            offset += *n;
+            return impl_->fs->write(*file, at, std::span<const uint8_t>(buf.data(), *n));
+        },
+        [&](size_t, Status&& st) {
+            if (!st && failed) failed = st;
+            return st.ok();
+        });
+    // Close even after a failure: the metadata server learns how far we got.
+    auto closed = impl_->run(impl_->fs->close(*file));
+    if (!failed) return failed.error();
+    if (!closed) return closed.error();
+    return offset;
+}
+
+Result<uint64_t> FsClient::download(const std::string& path, const Sink& sink) {
+    auto file = impl_->run(impl_->fs->open(path, O_RDONLY));
+    if (!file) return file.error();
+    Status failed = check_regular(file->attr, path);
+    const uint64_t size = failed ? file->attr.size : 0;
+    std::vector<Bytes> buffers(kPiecesInFlight);
+    uint64_t copied = 0;
+    pipeline<Result<size_t>>(
+        impl_->io, kPiecesInFlight,
+        [&](size_t i) -> std::optional<awaitable<Result<size_t>>> {
+            uint64_t at = static_cast<uint64_t>(i) * kPieceSize;
+            if (at >= size) return std::nullopt;
+            Bytes& buf = buffers[i % kPiecesInFlight];
+            buf.resize(static_cast<size_t>(std::min<uint64_t>(kPieceSize, size - at)));
+            return impl_->fs->read(*file, at, buf);
+        },
+        [&](size_t i, Result<size_t>&& n) {
+            if (!n) failed = n.error();
+            else failed = sink(std::span<const uint8_t>(buffers[i % kPiecesInFlight].data(), *n));
+            if (failed) copied += *n;
+            return failed.ok();
+        });
+    auto closed = impl_->run(impl_->fs->close(*file));
+    if (!failed) return failed.error();
+    if (!closed) return closed.error();
+    return copied;
+}
+
+}  // namespace pfs::ctl

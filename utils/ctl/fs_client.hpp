@@ -1,0 +1,84 @@
+// A synchronous face of libpfs for pfs-ctl's file commands: one call at a
+// time, each driven to completion on a private io_context, except the
+// streaming copies, which keep several pieces in flight. The Asio machinery
+// stays in fs_client.cpp; this header is cheap to include.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "result.hpp"
+
+extern "C" {
+#include "pfs_proto.h"
+}
+
+namespace pfs::ctl {
+
+struct DirEntry {
+    std::string name;
+    pfs_entry_id id{};
+    uint8_t type = 0;  // DT_*
+};
+
+struct FileLayout {
+    uint32_t chunk_size = 0;
+    uint32_t pool_id = 0;
+    std::vector<uint32_t> targets;  // in stripe order
+};
+
+// The caller's side of a streaming copy. A Source fills the span unless the
+// data ends first and says how many bytes it put there (0: the end); a Sink
+// takes the next bytes. Their errors come back from upload/download as they are.
+using Source = std::function<Result<size_t>(std::span<uint8_t>)>;
+using Sink = std::function<Status(std::span<const uint8_t>)>;
+
+class FsClient {
+public:
+    static constexpr size_t kPieceSize = 8u << 20;
+    static constexpr size_t kPiecesInFlight = 4;
+    static constexpr size_t kStatsInFlight = 64;
+
+    // Reads --mgmtd, --auth-file and --timeout-ms, loads the cluster map from
+    // pfs-mgmtd and subscribes to it. These errors carry pfs-ctl exit statuses.
+    static Result<std::unique_ptr<FsClient>> connect(const Options& options);
+    ~FsClient();
+
+    FsClient(const FsClient&) = delete;
+    FsClient& operator=(const FsClient&) = delete;
+
+    // From here on, errors are libpfs's: a negative errno or a PFS status.
+    Result<pfs_attr> stat(const std::string& path);
+    // The attributes of many entries, kStatsInFlight requests at a time; one
+    // result each, in order.
+    std::vector<Result<pfs_attr>> stat_all(const std::vector<pfs_entry_id>& ids);
+    // Without "." and "..".
+    Result<std::vector<DirEntry>> readdir(const std::string& path);
+    Result<std::string> readlink(const std::string& path);
+    Result<pfs_attr> mkdir(const std::string& path, uint32_t mode);
+    Status rmdir(const std::string& path);
+    Status unlink(const std::string& path);
+    Status rename(const std::string& from, const std::string& to);
+    Result<pfs_pattern> get_pattern(const std::string& dir);
+    Status set_pattern(const std::string& dir, const pfs_pattern& pattern);
+    Result<FileLayout> layout(const pfs_attr& file);
+
+    // Creates or truncates `path` and fills it from `source`, kPieceSize bytes
+    // at a time with up to kPiecesInFlight pieces under way. Returns the size.
+    Result<uint64_t> upload(const std::string& path, uint32_t mode, const Source& source);
+    // Reads `path` the same way and hands its contents to `sink` in order.
+    Result<uint64_t> download(const std::string& path, const Sink& sink);
+
+    struct Impl;
+    explicit FsClient(std::unique_ptr<Impl> impl);
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pfs::ctl
