@@ -13,8 +13,12 @@ VERSION = 1
 FLAG_REPLY, FLAG_NOTIFY = 1, 2
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "REGISTER_NODE": 100, "REGISTER_TARGET": 101,
        "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104, "GET_POOLS": 105, "SUBSCRIBE": 109,
-       "MAP_CHANGED": 110}
-E_AUTH = 1001
+       "MAP_CHANGED": 110, "CHUNK_WRITE": 300, "CHUNK_READ": 301, "CHUNK_TRUNCATE": 302, "CHUNK_SYNC": 303,
+       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305}
+E_PROTO, E_AUTH, E_UNKNOWN_TARGET = 1000, 1001, 1005
+MAX_IO = 8 << 20  # bytes in one chunk read or write
+CHUNK_REF = struct.Struct("<QIII")  # entry id (ino, owner node, generation), target id
+CHUNK_STAT = struct.Struct("<QQ")   # size, allocated
 
 
 def header(msg_type, payload_len, request_id=0, flags=0):
@@ -37,13 +41,13 @@ class Conn:
         self.sock.close()
 
     def recv_exact(self, n):
-        buf = b""
+        buf = bytearray()  # appends in place: megabyte replies stay linear
         while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
+            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
             if not chunk:
                 raise ConnectionError("closed by peer")
             buf += chunk
-        return buf
+        return bytes(buf)
 
     def read_frame(self):
         magic, version, msg_type, flags, length, request_id, *_ = HEADER.unpack(self.recv_exact(HEADER.size))
@@ -81,11 +85,36 @@ class Conn:
             assert got_type == msg_type and got_id == request_id and flags & FLAG_REPLY
             return struct.unpack_from("<i", body)[0], body[4:]
 
+    def replies(self, request_ids):
+        """Reads the replies to request_ids in the order they come: {id: (status, body)}."""
+        want, got = set(request_ids), {}
+        while want:
+            _, flags, got_id, body = self.read_frame()
+            if flags & FLAG_NOTIFY:
+                continue
+            assert flags & FLAG_REPLY and got_id in want, f"unexpected reply {got_id}"
+            want.discard(got_id)
+            got[got_id] = struct.unpack_from("<i", body)[0], body[4:]
+        return got
+
     def wait_notification(self):
         while True:
             msg_type, flags, _, body = self.read_frame()
             if flags & FLAG_NOTIFY:
                 return msg_type, body
+
+
+def chunk_ref(target, ino, owner=1, generation=0):
+    return CHUNK_REF.pack(ino, owner, generation, target)
+
+
+def chunk_io(target, ino, offset, length, owner=1, generation=0):
+    """A CHUNK_READ body; a CHUNK_WRITE's, when the data follows."""
+    return chunk_ref(target, ino, owner, generation) + struct.pack("<QI", offset, length)
+
+
+def chunk_truncate(target, ino, size, owner=1, generation=0):
+    return chunk_ref(target, ino, owner, generation) + struct.pack("<Q", size)
 
 
 def connect_authenticated(port, secret_path):

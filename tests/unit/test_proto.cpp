@@ -294,6 +294,14 @@ void fill(struct pfs_target_capacity &t, __u32 id)
 	fill(t.cap);
 }
 
+void fill(struct pfs_chunk_ref &c, __u32 target)
+{
+	c.file.ino = 0x8000000000000123ULL;
+	c.file.owner_node = 4;
+	c.file.generation = 0xfeedf00d;
+	c.target_id = target;
+}
+
 // A filled struct by value, for tests that do not compare padding.
 template <typename T, typename... Args>
 T sample(Args &&...args)
@@ -568,6 +576,78 @@ TEST_CASE("proto: fixed-size bodies round trip", "[proto]")
 		m.body.generation = 0xdeadbeef;
 		CHECK(encode(m).size() == 16);
 		check_message(m);
+	}
+	SECTION("chunk ref") {
+		Msg m(pfs_x_chunk_ref);
+		fill(m.body, 101);
+		CHECK(encode(m).size() == 20);
+		check_message(m);
+	}
+	SECTION("chunk io") {
+		Msg m(pfs_x_chunk_io);
+		fill(m.body.chunk, 102);
+		m.body.offset = PFS_MAX_FILE_OFFSET;	// largest accepted
+		m.body.length = PFS_MAX_IO;
+		CHECK(encode(m).size() == 32);
+		check_message(m);
+		m.body.offset = (5ULL << 30) + 7;
+		m.body.length = 0;
+		check_message(m);
+	}
+	SECTION("chunk truncate") {
+		Msg m(pfs_x_chunk_truncate);
+		fill(m.body.chunk, 103);
+		m.body.size = 10ULL << 30;
+		CHECK(encode(m).size() == 28);
+		check_message(m);
+	}
+	SECTION("chunk stat") {
+		Msg m(pfs_x_chunk_stat);
+		m.body.size = 0x0102030405060708ULL;
+		m.body.allocated = 4096;
+		CHECK(encode(m).size() == 16);
+		check_message(m);
+	}
+	SECTION("chunk written") {
+		Msg m(pfs_x_chunk_written);
+		m.body.length = PFS_MAX_IO;
+		CHECK(encode(m).size() == 4);
+		check_message(m);
+	}
+}
+
+TEST_CASE("proto: chunk messages reject what no server may act on", "[proto]")
+{
+	auto ref = sample<struct pfs_chunk_ref>(101);
+	auto io = zeroed<struct pfs_chunk_io>();
+	auto tr = zeroed<struct pfs_chunk_truncate>();
+	auto none = [](Bytes &) {};
+
+	fill(io.chunk, 101);
+	fill(tr.chunk, 101);
+	SECTION("target 0 names no target") {
+		ref.target_id = 0;
+		CHECK(decode_patched(pfs_x_chunk_ref, ref, none) == -EBADMSG);
+		io.chunk.target_id = 0;
+		CHECK(decode_patched(pfs_x_chunk_io, io, none) == -EBADMSG);
+		tr.chunk.target_id = 0;
+		CHECK(decode_patched(pfs_x_chunk_truncate, tr, none) == -EBADMSG);
+	}
+	SECTION("more than PFS_MAX_IO bytes in one request") {
+		io.length = PFS_MAX_IO + 1;
+		CHECK(decode_patched(pfs_x_chunk_io, io, none) == -EBADMSG);
+		io.length = 0xffffffffu;
+		CHECK(decode_patched(pfs_x_chunk_io, io, none) == -EBADMSG);
+	}
+	SECTION("offsets and sizes beyond PFS_MAX_FILE_OFFSET") {
+		io.offset = PFS_MAX_FILE_OFFSET + 1;
+		CHECK(decode_patched(pfs_x_chunk_io, io, none) == -EBADMSG);
+		io.offset = ~0ULL;
+		CHECK(decode_patched(pfs_x_chunk_io, io, none) == -EBADMSG);
+		tr.size = PFS_MAX_FILE_OFFSET + 1;
+		CHECK(decode_patched(pfs_x_chunk_truncate, tr, none) == -EBADMSG);
+		tr.size = PFS_MAX_FILE_OFFSET;
+		CHECK(decode_patched(pfs_x_chunk_truncate, tr, none) == 0);
 	}
 }
 
@@ -1066,6 +1146,11 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 		garbage(Msg(pfs_x_set_target_state), in);
 		garbage(Msg(pfs_x_map_changed), in);
 		garbage(Msg(pfs_x_entry_id), in);
+		garbage(Msg(pfs_x_chunk_ref), in);
+		garbage(Msg(pfs_x_chunk_io), in);
+		garbage(Msg(pfs_x_chunk_truncate), in);
+		garbage(Msg(pfs_x_chunk_stat), in);
+		garbage(Msg(pfs_x_chunk_written), in);
 		garbage(ListMsg(pfs_x_node_info,
 				PFS_NODE_INFO_MIN_SIZE), in);
 		garbage(ListMsg(pfs_x_target_info,

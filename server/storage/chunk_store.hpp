@@ -1,0 +1,107 @@
+// The chunk files of one storage target: one file per file system entry,
+//   <target>/chunks/<2 hex digits>/<ino hex>-<owner hex>-<generation hex>
+// with the two-digit fan-out directory taken from a hash of the entry id, so
+// no directory grows beyond 1/256 of the target's chunks. All disk I/O goes
+// through the ring (io_uring); file descriptors stay open in a bounded LRU
+// cache so repeated I/O to a chunk does not reopen it.
+//
+// Not yet here: O_DIRECT (needs aligned offsets and lengths from clients).
+#pragma once
+
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "uring.hpp"
+#include "wire.hpp"
+
+namespace pfs {
+
+struct EntryIdHash {
+    size_t operator()(const pfs_entry_id& id) const;
+};
+struct EntryIdEqual {
+    bool operator()(const pfs_entry_id& a, const pfs_entry_id& b) const {
+        return a.ino == b.ino && a.owner_node == b.owner_node && a.generation == b.generation;
+    }
+};
+
+// Open chunk files, least recently used evicted first. Users hold a
+// shared_ptr, so an evicted descriptor stays open until its last I/O ends
+// (closing it earlier could let the number be reused under that I/O).
+class OpenFileCache {
+public:
+    using File = std::shared_ptr<UniqueFd>;
+
+    explicit OpenFileCache(size_t capacity) : capacity_(capacity) {}
+    File get(const pfs_entry_id& id);  // null when not cached; marks it used
+    void put(const pfs_entry_id& id, File file);
+    void erase(const pfs_entry_id& id);
+    size_t size() const { return index_.size(); }
+
+private:
+    using Entry = std::pair<pfs_entry_id, File>;
+    size_t capacity_;
+    std::list<Entry> lru_;  // most recently used first
+    std::unordered_map<pfs_entry_id, std::list<Entry>::iterator, EntryIdHash, EntryIdEqual> index_;
+};
+
+struct ChunkStat {
+    uint64_t size = 0;
+    uint64_t allocated = 0;  // bytes on disk: st_blocks * 512
+};
+
+struct ChunkStoreOptions {
+    size_t max_open_files = 1024;
+    // I/O that fits goes through the ring's registered buffers (when it has any).
+    bool fixed_buffers = true;
+};
+
+class ChunkStore {
+public:
+    // Opens the target directory and creates its chunks/ directory.
+    static Result<std::unique_ptr<ChunkStore>> open(Uring& ring, const std::filesystem::path& target_dir,
+                                                    ChunkStoreOptions options = {});
+
+    // Writes all of data at offset, creating the chunk file (mode 0600) on first write.
+    awaitable<Result<size_t>> write(const pfs_entry_id& id, uint64_t offset, std::span<const uint8_t> data);
+    // Up to length bytes at offset: short at the end of the file, empty
+    // when the chunk was never written (sparse).
+    awaitable<Result<Bytes>> read(const pfs_entry_id& id, uint64_t offset, uint32_t length);
+    // Sets the size; creates a missing chunk only when size > 0.
+    awaitable<Status> truncate(const pfs_entry_id& id, uint64_t size);
+    // fdatasync; nothing to do for a chunk that does not exist.
+    awaitable<Status> sync(const pfs_entry_id& id);
+    // Removes the chunk; a missing one is success, so retries are harmless.
+    awaitable<Status> unlink(const pfs_entry_id& id);
+    // Size and allocation; zero for a chunk that does not exist.
+    awaitable<Result<ChunkStat>> stat(const pfs_entry_id& id);
+
+    // The chunk's path relative to the target directory (an on-disk format).
+    static std::string chunk_path(const pfs_entry_id& id);
+    const std::filesystem::path& directory() const { return dir_path_; }
+    size_t open_files() const { return cache_.size(); }
+
+private:
+    ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options);
+    // The chunk's descriptor, cached or opened now (O_RDWR; with create,
+    // O_CREAT and the fan-out directory made if missing).
+    awaitable<Result<OpenFileCache::File>> file(const pfs_entry_id& id, bool create);
+    std::optional<BufferPool::Lease> lease_for(size_t length) const;
+    Error in_context(const pfs_entry_id& id, const Error& e) const;
+    void forget(const pfs_entry_id& id);
+
+    Uring& ring_;
+    std::filesystem::path dir_path_;
+    UniqueFd dir_;
+    ChunkStoreOptions options_;
+    OpenFileCache cache_;
+    // Bumped by every unlink: an open that raced with one is not cached, so
+    // the cache never keeps a descriptor of a removed file.
+    uint64_t unlink_epoch_ = 0;
+};
+
+}  // namespace pfs

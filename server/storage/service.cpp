@@ -1,0 +1,165 @@
+#include "service.hpp"
+
+#include "log.hpp"
+
+namespace pfs {
+namespace {
+
+Reply malformed(const char* what) { return Reply::fail(PFS_E_PROTO, std::string("malformed ") + what); }
+
+Reply unknown_target(uint32_t id) {
+    return Reply::fail(PFS_E_UNKNOWN_TARGET, "target " + std::to_string(id) + " is not on this node");
+}
+
+// A CHUNK_WRITE payload: the pfs_chunk_io, then exactly io.length data
+// bytes (not copied: the span points into the frame).
+struct WriteRequest {
+    pfs_chunk_io io{};
+    std::span<const uint8_t> data;
+};
+
+Result<WriteRequest> decode_write(std::span<const uint8_t> payload) {
+    WriteRequest w;
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
+    if (pfs_x_chunk_io(&x, &w.io)) return Error{PFS_E_PROTO, "malformed CHUNK_WRITE"};
+    if (pfs_xdr_remaining(&x) != w.io.length)
+        return Error{PFS_E_PROTO, "CHUNK_WRITE carries " + std::to_string(pfs_xdr_remaining(&x)) +
+                                      " data bytes, its header says " + std::to_string(w.io.length)};
+    w.data = payload.subspan(x.pos);
+    return w;
+}
+
+template <class M>
+Reply encoded(int (*xfer)(pfs_xdr*, M*), M msg) {
+    auto body = encode(xfer, msg);
+    return body ? Reply::ok(std::move(*body)) : Reply::from(body.error());
+}
+
+}  // namespace
+
+struct StorageService::Target {
+    std::unique_ptr<ChunkStore> store;
+    bool reported_full = false;  // ENOSPC is logged once per episode, not per request
+};
+
+Result<std::shared_ptr<StorageService>> StorageService::create(const std::vector<AgentTarget>& targets,
+                                                               StorageServiceOptions options) {
+    auto ring = Uring::create(options.ring);
+    if (!ring) return ring.error();
+    if (options.fixed_buffers > 0) {
+        auto pool = BufferPool::create(options.fixed_buffers, options.fixed_buffer_size);
+        Status st = pool ? (*ring)->register_buffers(std::move(*pool)) : Status(pool.error());
+        if (!st) log::warn("running without registered I/O buffers", {{"reason", st.error().message}});
+    }
+    BufferPool* buffers = (*ring)->buffers();
+    log::info("disk I/O through io_uring", {{"entries", (*ring)->capacity()},
+                                            {"registered_buffers", buffers ? buffers->count() : 0},
+                                            {"buffer_bytes", buffers ? buffers->buffer_size() : 0}});
+    std::shared_ptr<StorageService> service(new StorageService(targets, std::move(*ring)));
+    for (const auto& t : targets) {
+        auto store = ChunkStore::open(*service->ring_, t.path, options.chunks);
+        if (!store) return store.error();
+        service->targets_.push_back(std::make_unique<Target>(Target{std::move(*store)}));
+    }
+    return service;
+}
+
+StorageService::StorageService(const std::vector<AgentTarget>& targets, std::unique_ptr<Uring> ring)
+    : agent_targets_(targets), ring_(std::move(ring)) {}
+
+StorageService::~StorageService() = default;
+
+void StorageService::install(RpcServer& server) {
+    using Method = awaitable<Reply> (StorageService::*)(Request&);
+    auto add = [&](uint16_t type, Method method) {
+        auto self = shared_from_this();
+        server.handle(type, [self, method](Request& req) { return ((*self).*method)(req); });
+    };
+    add(PFS_MSG_CHUNK_WRITE, &StorageService::write);
+    add(PFS_MSG_CHUNK_READ, &StorageService::read);
+    add(PFS_MSG_CHUNK_TRUNCATE, &StorageService::truncate);
+    add(PFS_MSG_CHUNK_SYNC, &StorageService::sync);
+    add(PFS_MSG_CHUNK_UNLINK, &StorageService::unlink);
+    add(PFS_MSG_CHUNK_STAT, &StorageService::stat);
+}
+
+StorageService::Target* StorageService::find(uint32_t target_id) {
+    for (size_t i = 0; i < agent_targets_.size() && i < targets_.size(); ++i)
+        if (agent_targets_[i].id == target_id && target_id != 0) return targets_[i].get();
+    return nullptr;
+}
+
+Reply StorageService::failed(Target& target, const Error& e) {
+    if (e.code == -ENOSPC) {
+        if (!target.reported_full)
+            log::warn("storage target is full; still serving reads",
+                      {{"target", target.store->directory().string()}, {"error", e.message}});
+        target.reported_full = true;
+    } else if (e.code != -ENOENT) {
+        log::warn("chunk operation failed", {{"error", e.message}});
+    }
+    return Reply::from(e);
+}
+
+awaitable<Reply> StorageService::write(Request& req) {
+    auto w = decode_write(req.frame.payload);
+    if (!w) co_return Reply::fail(PFS_E_PROTO, w.error().message);
+    Target* target = find(w->io.chunk.target_id);
+    if (!target) co_return unknown_target(w->io.chunk.target_id);
+    auto done = co_await target->store->write(w->io.chunk.file, w->io.offset, w->data);
+    if (!done) co_return failed(*target, done.error());
+    target->reported_full = false;
+    co_return encoded(pfs_x_chunk_written, pfs_chunk_written{static_cast<uint32_t>(*done)});
+}
+
+awaitable<Reply> StorageService::read(Request& req) {
+    auto io = decode(req.frame.payload, pfs_x_chunk_io);
+    if (!io) co_return malformed("CHUNK_READ");
+    Target* target = find(io->chunk.target_id);
+    if (!target) co_return unknown_target(io->chunk.target_id);
+    auto data = co_await target->store->read(io->chunk.file, io->offset, io->length);
+    if (!data) co_return failed(*target, data.error());
+    co_return Reply::ok(std::move(*data));
+}
+
+awaitable<Reply> StorageService::truncate(Request& req) {
+    auto t = decode(req.frame.payload, pfs_x_chunk_truncate);
+    if (!t) co_return malformed("CHUNK_TRUNCATE");
+    Target* target = find(t->chunk.target_id);
+    if (!target) co_return unknown_target(t->chunk.target_id);
+    auto st = co_await target->store->truncate(t->chunk.file, t->size);
+    co_return st ? Reply::ok() : failed(*target, st.error());
+}
+
+awaitable<Reply> StorageService::sync(Request& req) {
+    auto ref = decode(req.frame.payload, pfs_x_chunk_ref);
+    if (!ref) co_return malformed("CHUNK_SYNC");
+    Target* target = find(ref->target_id);
+    if (!target) co_return unknown_target(ref->target_id);
+    auto st = co_await target->store->sync(ref->file);
+    co_return st ? Reply::ok() : failed(*target, st.error());
+}
+
+awaitable<Reply> StorageService::unlink(Request& req) {
+    auto ref = decode(req.frame.payload, pfs_x_chunk_ref);
+    if (!ref) co_return malformed("CHUNK_UNLINK");
+    Target* target = find(ref->target_id);
+    if (!target) co_return unknown_target(ref->target_id);
+    auto st = co_await target->store->unlink(ref->file);
+    if (!st) co_return failed(*target, st.error());
+    target->reported_full = false;  // space was freed
+    co_return Reply::ok();
+}
+
+awaitable<Reply> StorageService::stat(Request& req) {
+    auto ref = decode(req.frame.payload, pfs_x_chunk_ref);
+    if (!ref) co_return malformed("CHUNK_STAT");
+    Target* target = find(ref->target_id);
+    if (!target) co_return unknown_target(ref->target_id);
+    auto st = co_await target->store->stat(ref->file);
+    if (!st) co_return failed(*target, st.error());
+    co_return encoded(pfs_x_chunk_stat, pfs_chunk_stat{st->size, st->allocated});
+}
+
+}  // namespace pfs

@@ -1,0 +1,58 @@
+// pfs-storage's request handlers: the chunk messages (PFS_MSG_CHUNK_*),
+// each addressed to one of this node's storage targets by its
+// mgmtd-assigned id. The ids become known only once the node registered,
+// so a request's target is looked up when it arrives.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "chunk_store.hpp"
+#include "node_agent.hpp"
+#include "rpc_server.hpp"
+
+namespace pfs {
+
+struct StorageServiceOptions {
+    UringConfig ring;
+    // Registered buffers for I/O up to buffer_size; 0 buffers: none. Without
+    // CAP_IPC_LOCK they count against RLIMIT_MEMLOCK (often 8 MiB); if they
+    // cannot be registered the server runs without them and says so.
+    size_t fixed_buffers = 16;
+    size_t fixed_buffer_size = 512u << 10;
+    ChunkStoreOptions chunks;
+};
+
+class StorageService : public std::enable_shared_from_this<StorageService> {
+public:
+    // targets: the node's targets, in the agent's order; the vector must
+    // outlive the service and its ids may change as registration proceeds.
+    // Fails when io_uring is not available or a target cannot be opened.
+    static Result<std::shared_ptr<StorageService>> create(const std::vector<AgentTarget>& targets,
+                                                          StorageServiceOptions options = {});
+    ~StorageService();
+
+    // Registers the chunk handlers; they keep the service alive.
+    void install(RpcServer& server);
+
+    awaitable<Reply> write(Request& req);
+    awaitable<Reply> read(Request& req);
+    awaitable<Reply> truncate(Request& req);
+    awaitable<Reply> sync(Request& req);
+    awaitable<Reply> unlink(Request& req);
+    awaitable<Reply> stat(Request& req);
+
+private:
+    struct Target;
+
+    StorageService(const std::vector<AgentTarget>& targets, std::unique_ptr<Uring> ring);
+    // The target with this id, or null (PFS_E_UNKNOWN_TARGET).
+    Target* find(uint32_t target_id);
+    Reply failed(Target& target, const Error& e);
+
+    const std::vector<AgentTarget>& agent_targets_;
+    std::unique_ptr<Uring> ring_;                   // declared before the stores, which use it
+    std::vector<std::unique_ptr<Target>> targets_;  // same order as agent_targets_
+};
+
+}  // namespace pfs
