@@ -69,6 +69,23 @@ private:
 
 }  // namespace pfs::test
 
+// GCC 12 evaluates a co_await inside Catch's assertion macros twice (their
+// `while (false && (expr))` tail is awaited too): await into a variable
+// first, then assert.
+#define REQUIRE_OK(expr)                                                \
+    do {                                                                \
+        auto result_ = (expr);                                          \
+        INFO((result_ ? std::string("ok") : result_.error().message));  \
+        REQUIRE(result_);                                               \
+    } while (0)
+
+#define CHECK_ERRNO(expr, errno_value)                                  \
+    do {                                                                \
+        auto result_ = (expr);                                          \
+        REQUIRE_FALSE(result_);                                         \
+        CHECK(result_.error().code == (errno_value));                   \
+    } while (0)
+
 namespace pfs::test {
 
 // Runs a coroutine on io until it finishes (or 60 s pass); true if it did.

@@ -60,38 +60,38 @@ TEST_CASE("striped files round-trip through two storage servers", "[system]") {
             INFO("size " << size);
             pfs_entry_id file{++ino, 1, 1};
             Bytes data = random_bytes(size, size);
-            REQUIRE(co_await files.write(layout, file, 0, data));
+            REQUIRE_OK(co_await files.write(layout, file, 0, data));
             Bytes back(size);
-            REQUIRE(co_await files.read(layout, file, 0, back));
+            REQUIRE_OK(co_await files.read(layout, file, 0, back));
             CHECK(back == data);
-            REQUIRE(co_await files.sync(layout, file));
+            REQUIRE_OK(co_await files.sync(layout, file));
         }
 
         // Sparse beyond 4 GiB: the hole reads as zeros.
         pfs_entry_id sparse{++ino, 1, 1};
         const uint64_t far = 5ull << 30;
         Bytes tail = random_bytes(100000, 5);
-        REQUIRE(co_await files.write(layout, sparse, far, tail));
+        REQUIRE_OK(co_await files.write(layout, sparse, far, tail));
         Bytes around(100020);
-        REQUIRE(co_await files.read(layout, sparse, far - 20, around));
+        REQUIRE_OK(co_await files.read(layout, sparse, far - 20, around));
         CHECK(std::all_of(around.begin(), around.begin() + 20, [](uint8_t b) { return b == 0; }));
         CHECK(std::equal(tail.begin(), tail.end(), around.begin() + 20));
 
         // Truncate down then up: the cut bytes come back as zeros.
         pfs_entry_id cut{++ino, 1, 1};
         Bytes full = random_bytes(5 * chunk, 9);
-        REQUIRE(co_await files.write(layout, cut, 0, full));
-        REQUIRE(co_await files.truncate(layout, cut, 70000));
-        REQUIRE(co_await files.truncate(layout, cut, 5 * chunk));
+        REQUIRE_OK(co_await files.write(layout, cut, 0, full));
+        REQUIRE_OK(co_await files.truncate(layout, cut, 70000));
+        REQUIRE_OK(co_await files.truncate(layout, cut, 5 * chunk));
         Bytes after(5 * chunk);
-        REQUIRE(co_await files.read(layout, cut, 0, after));
+        REQUIRE_OK(co_await files.read(layout, cut, 0, after));
         CHECK(std::equal(full.begin(), full.begin() + 70000, after.begin()));
         CHECK(std::all_of(after.begin() + 70000, after.end(), [](uint8_t b) { return b == 0; }));
 
         // Unlink removes every chunk file; doing it again is fine (retries).
-        REQUIRE(co_await files.unlink(layout, cut));
-        REQUIRE(co_await files.unlink(layout, cut));
-        REQUIRE(co_await files.read(layout, cut, 0, after));
+        REQUIRE_OK(co_await files.unlink(layout, cut));
+        REQUIRE_OK(co_await files.unlink(layout, cut));
+        REQUIRE_OK(co_await files.read(layout, cut, 0, after));
         CHECK(std::all_of(after.begin(), after.end(), [](uint8_t b) { return b == 0; }));
         cluster.close();
     });
@@ -120,7 +120,7 @@ TEST_CASE("a dead storage server gives an error in bounded time, not a hang", "[
         }
         REQUIRE(cluster.route(2));
         Bytes data = random_bytes(200000, 1);
-        REQUIRE(co_await files.write(layout, pfs_entry_id{7, 1, 1}, 0, data));
+        REQUIRE_OK(co_await files.write(layout, pfs_entry_id{7, 1, 1}, 0, data));
         tc.daemon("s1").kill(SIGKILL);
         auto t0 = std::chrono::steady_clock::now();
         auto st = co_await files.write(layout, pfs_entry_id{7, 1, 1}, 0, data);
