@@ -19,7 +19,8 @@ Bytes serialize(const Frame& frame) {
     pfs_header h = frame.header;
     h.payload_len = static_cast<uint32_t>(frame.payload.size());
     pfs_header_encode(&h, out.data());
-    std::memcpy(out.data() + PFS_HEADER_SIZE, frame.payload.data(), frame.payload.size());
+    if (!frame.payload.empty())
+        std::memcpy(out.data() + PFS_HEADER_SIZE, frame.payload.data(), frame.payload.size());
     return out;
 }
 

@@ -55,8 +55,9 @@ awaitable<Status> StripedIo::read(const StripeLayout& layout, const pfs_entry_id
                 chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length));
             if (!body) co_return body.error();
             if (body->size() > dest.size()) co_return Error{PFS_E_PROTO, "storage target returned too much data"};
-            std::memcpy(dest.data(), body->data(), body->size());
-            std::memset(dest.data() + body->size(), 0, dest.size() - body->size());
+            // memcpy/memset take no null pointers, even for zero bytes.
+            if (!body->empty()) std::memcpy(dest.data(), body->data(), body->size());
+            if (dest.size() > body->size()) std::memset(dest.data() + body->size(), 0, dest.size() - body->size());
             co_return Unit{};
         });
     }

@@ -140,7 +140,7 @@ awaitable<Result<size_t>> ChunkStore::write(const pfs_entry_id& id, uint64_t off
     const int fd = (*file)->get();
     Result<size_t> done = Error{};
     if (auto lease = lease_for(data.size())) {
-        std::memcpy(lease->data(), data.data(), data.size());
+        if (!data.empty()) std::memcpy(lease->data(), data.data(), data.size());
         done = co_await ring_.write_fixed(fd, *lease, data.size(), offset);
     } else {
         done = co_await ring_.write(fd, data, offset);
@@ -160,7 +160,7 @@ awaitable<Result<Bytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t offse
     Result<size_t> done = Error{};
     if (auto lease = lease_for(length)) {
         done = co_await ring_.read_fixed(fd, *lease, length, offset);
-        if (done) std::memcpy(out.data(), lease->data(), *done);
+        if (done && *done > 0) std::memcpy(out.data(), lease->data(), *done);
     } else {
         done = co_await ring_.read(fd, out, offset);
     }
