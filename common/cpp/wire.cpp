@@ -1,5 +1,6 @@
 #include "wire.hpp"
 
+#include <chrono>
 #include <cstring>
 
 namespace pfs {
@@ -66,6 +67,12 @@ Error reply_error(const Reply& reply) {
     std::string text = is_errno ? errno_text(-reply.status) : pfs_status_name(reply.status);
     if (!reply.message.empty()) text += ": " + reply.message;
     return Error{is_errno ? -reply.status : reply.status, text};
+}
+
+pfs_timespec wire_now() {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::system_clock::now().time_since_epoch()).count();
+    return pfs_timespec{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000)};
 }
 
 std::string errno_text(int negative_errno) {

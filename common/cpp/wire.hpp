@@ -107,4 +107,7 @@ bool set_field(char (&dest)[N], std::string_view value) {
 
 std::string errno_text(int negative_errno);
 
+// The wall clock as a wire timestamp.
+pfs_timespec wire_now();
+
 }  // namespace pfs

@@ -33,6 +33,7 @@ Result<Bytes> xattr_req(const pfs_entry_id& id, std::string_view name, uint32_t 
 StripeLayout from_wire(const pfs_layout& l) {
     StripeLayout out;
     out.chunk_size = l.chunk_size;
+    out.pool_id = l.pool_id;
     out.targets.assign(l.targets, l.targets + l.count);
     return out;
 }
@@ -377,9 +378,7 @@ awaitable<Status> FileSystem::report_size(OpenFile& file) {
     m.id = file.attr.id;
     m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME;
     m.size = file.written_end;
-    auto now = std::chrono::system_clock::now().time_since_epoch();
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
-    m.mtime = pfs_timespec{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000)};
+    m.mtime = wire_now();
     auto attr = co_await attr_call(file.attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
     if (!attr) co_return attr.error();
     file.attr = *attr;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "result.hpp"
+#include "stripe_layout.hpp"
 
 extern "C" {
 #include "pfs_stripe.h"
@@ -13,10 +14,7 @@ extern "C" {
 
 namespace pfs::client {
 
-struct StripeLayout {
-    uint32_t chunk_size = 512u << 10;
-    std::vector<uint32_t> targets;  // target ids, in stripe order
-};
+using StripeLayout = pfs::StripeLayout;
 
 struct Piece {
     uint32_t target_index = 0;  // into StripeLayout::targets

@@ -19,6 +19,7 @@ extern "C" {
 }
 
 #include "directory.hpp"
+#include "stripe_layout.hpp"
 
 namespace pfs::meta {
 
@@ -52,12 +53,7 @@ struct StripePattern {
 };
 
 // A file's stripe layout: fixed at create, the targets in stripe order.
-struct StripeLayout {
-    uint32_t chunk_size = 0;
-    uint32_t pool_id = 0;
-    std::vector<uint32_t> targets;
-    friend bool operator==(const StripeLayout&, const StripeLayout&) = default;
-};
+using StripeLayout = pfs::StripeLayout;
 
 // The attributes stat(2) reports; mode carries the S_IFMT type bits.
 struct Attr {

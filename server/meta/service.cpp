@@ -41,13 +41,6 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
     return Reply::ok(std::move(*b));
 }
 
-client::StripeLayout client_layout(const StripeLayout& l) {
-    client::StripeLayout c;
-    c.chunk_size = l.chunk_size;
-    c.targets = l.targets;
-    return c;
-}
-
 }  // namespace
 
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser)
@@ -119,7 +112,7 @@ void Service::delete_chunks(FreedFile freed) {
     // After the reply: a storage server that is down leaves orphan chunks
     // for fsck, never a failed unlink.
     asio::co_spawn(ex_, [this, freed = std::move(freed)]() -> awaitable<void> {
-        auto st = co_await files_.unlink(client_layout(freed.layout), freed.id);
+        auto st = co_await files_.unlink(freed.layout, freed.id);
         if (!st)
             log::warn("cannot delete a removed file's chunks; fsck will find them",
                       {{"ino", freed.id.ino}, {"error", st.error().message}});
@@ -229,7 +222,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
         // later extension would expose.
         auto layout = ns_->layout(m->id);
         if (layout && m->size < current->size) {
-            auto st = co_await files_.truncate(client_layout(*layout), m->id, m->size);
+            auto st = co_await files_.truncate(*layout, m->id, m->size);
             if (!st) co_return Reply::from(st.error());
         }
     }

@@ -1,9 +1,8 @@
 // Namespace values to and from their wire forms.
 #pragma once
 
-#include <chrono>
-
 #include "inode.hpp"
+#include "wire.hpp"
 
 extern "C" {
 #include "pfs_proto.h"
@@ -11,14 +10,9 @@ extern "C" {
 
 namespace pfs::meta {
 
-inline Timespec wall_clock_now() {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::system_clock::now().time_since_epoch()).count();
-    return Timespec{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000)};
-}
-
 inline pfs_timespec to_wire(const Timespec& t) { return pfs_timespec{t.sec, t.nsec}; }
 inline Timespec from_wire(const pfs_timespec& t) { return Timespec{t.sec, t.nsec}; }
+inline Timespec wall_clock_now() { return from_wire(wire_now()); }
 
 inline pfs_attr to_wire(const Attr& a) {
     return pfs_attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime)};

@@ -119,7 +119,7 @@ Result<std::string> entry_info(Context& ctx) {
     d->fields.emplace(d->fields.begin() + 3, "Metadata node", labelled(meta, snap->node_alias(meta)));
 
     if ((d->attr.mode & S_IFMT) == S_IFREG) {
-        auto layout = (*fs)->layout(d->attr);
+        auto layout = (*fs)->layout(path);
         if (!layout) return fs_error(path, layout.error());
         add_layout(*d, *layout, *snap);
     } else if (is_dir(d->attr)) {

@@ -25,37 +25,11 @@ struct FsClient::Impl {
 
 namespace {
 
-// libpfs's FileSystem answers by path; pfs-ctl also asks by entry id, and
-// wants a file's pool, which libpfs's StripeLayout leaves out.
+// libpfs's FileSystem answers by path; pfs-ctl also asks by entry id.
 awaitable<Result<pfs_attr>> getattr(client::Cluster& cluster, pfs_entry_id id) {
     auto body = co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_GETATTR, encode(pfs_x_entry_id, id));
     if (!body) co_return body.error();
     co_return decode(*body, pfs_x_attr);
-}
-
-Result<FileLayout> decode_layout(const Bytes& open_reply) {
-    pfs_attr attr{};
-    auto wire = std::make_unique<pfs_layout>();
-    bool has_layout = false;
-    auto st = decode_payload(open_reply, [&](pfs_xdr* x) {
-        if (pfs_x_attr(x, &attr)) return;
-        if (pfs_xdr_remaining(x) > 0) {
-            has_layout = true;
-            pfs_x_layout(x, wire.get());
-        }
-    });
-    if (!st) return st.error();
-    if (!has_layout) return Error{-EINVAL, "the metadata server sent no stripe layout"};
-    return FileLayout{wire->chunk_size, wire->pool_id, std::vector<uint32_t>(wire->targets, wire->targets + wire->count)};
-}
-
-// OPEN read-only for the layout, then CLOSE.
-awaitable<Result<FileLayout>> open_layout(client::Cluster& cluster, pfs_entry_id id) {
-    auto body = co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_OPEN,
-                                              encode(pfs_x_open, pfs_open{id, static_cast<uint32_t>(O_RDONLY)}));
-    if (!body) co_return body.error();
-    (void)co_await cluster.call_meta_ok(id.owner_node, PFS_MSG_CLOSE, encode(pfs_x_entry_id, id));
-    co_return decode_layout(*body);
 }
 
 // Only regular files have contents to copy.
@@ -139,9 +113,7 @@ Status FsClient::set_pattern(const std::string& dir, const pfs_pattern& pattern)
     return impl_->run(impl_->fs->set_pattern(dir, pattern));
 }
 
-Result<FileLayout> FsClient::layout(const pfs_attr& file) {
-    return impl_->run(open_layout(*impl_->cluster, file.id));
-}
+Result<FileLayout> FsClient::layout(const std::string& path) { return impl_->run(impl_->fs->layout(path)); }
 
 Result<uint64_t> FsClient::upload(const std::string& path, uint32_t mode, const Source& source) {
     auto file = impl_->run(impl_->fs->open(path, O_WRONLY | O_CREAT | O_TRUNC, mode));

@@ -4,6 +4,8 @@
 // stays in fs_client.cpp; this header is cheap to include.
 #pragma once
 
+#include "stripe_layout.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,11 +28,7 @@ struct DirEntry {
     uint8_t type = 0;  // DT_*
 };
 
-struct FileLayout {
-    uint32_t chunk_size = 0;
-    uint32_t pool_id = 0;
-    std::vector<uint32_t> targets;  // in stripe order
-};
+using FileLayout = pfs::StripeLayout;
 
 // The caller's side of a streaming copy. A Source fills the span unless the
 // data ends first and says how many bytes it put there (0: the end); a Sink
@@ -66,7 +64,7 @@ public:
     Status rename(const std::string& from, const std::string& to);
     Result<pfs_pattern> get_pattern(const std::string& dir);
     Status set_pattern(const std::string& dir, const pfs_pattern& pattern);
-    Result<FileLayout> layout(const pfs_attr& file);
+    Result<FileLayout> layout(const std::string& path);
 
     // Creates or truncates `path` and fills it from `source`, kPieceSize bytes
     // at a time with up to kPiecesInFlight pieces under way. Returns the size.
