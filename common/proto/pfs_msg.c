@@ -104,6 +104,27 @@ int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m)
 	return pfs_x_node_type(x, &m->node_type, 0);
 }
 
+int pfs_x_stats(struct pfs_xdr *x, struct pfs_stats *m)
+{
+	pfs_x_u32(x, &m->node_id);
+	pfs_x_node_type(x, &m->node_type, 0);
+	pfs_x_u64(x, &m->uptime_ms);
+	return pfs_x_count(x, &m->count, PFS_STATS_TYPES_MAX,
+			   PFS_MSG_STATS_MIN_SIZE);
+}
+
+int pfs_x_msg_stats(struct pfs_xdr *x, struct pfs_msg_stats *m)
+{
+	pfs_x_u16(x, &m->type);
+	pfs_x_u64(x, &m->requests);
+	pfs_x_u64(x, &m->errors);
+	pfs_x_u64(x, &m->bytes_in);
+	pfs_x_u64(x, &m->bytes_out);
+	if (pfs_xdr_decoding(x) && !x->err && m->errors > m->requests)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
 int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m)
 {
 	pfs_x_u64(x, &m->bytes_total);
@@ -397,6 +418,48 @@ int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m)
 	return pfs_x_u64(x, &m->inodes_free);
 }
 
+/* Lock enumerations start at 1: 0 is never valid. */
+static int pfs_x_lock_enum(struct pfs_xdr *x, __u8 *v, __u8 max)
+{
+	if (pfs_x_u8(x, v))
+		return x->err;
+	if (pfs_xdr_decoding(x) && (*v == 0 || *v > max))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+static int pfs_x_lock_range(struct pfs_xdr *x, __u64 *start, __u64 *end)
+{
+	pfs_x_u64(x, start);
+	pfs_x_u64(x, end);
+	if (pfs_xdr_decoding(x) && !x->err && *start > *end)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_lock_enum(x, &m->kind, PFS_LOCK_POSIX);
+	pfs_x_lock_enum(x, &m->type, PFS_LOCK_UNLOCK);
+	pfs_x_lock_range(x, &m->start, &m->end);
+	pfs_x_u64(x, &m->owner);
+	return pfs_x_u32(x, &m->pid);
+}
+
+int pfs_x_lock_conflict(struct pfs_xdr *x, struct pfs_lock_conflict *m)
+{
+	pfs_x_lock_enum(x, &m->type, PFS_LOCK_UNLOCK);
+	pfs_x_lock_range(x, &m->start, &m->end);
+	pfs_x_u32(x, &m->pid);
+	return pfs_x_u64(x, &m->client_id);
+}
+
+int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m)
+{
+	return pfs_x_u32(x, &m->timeout_ms);
+}
+
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m)
 {
 	pfs_x_entry_id(x, &m->file);
@@ -440,6 +503,38 @@ int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m)
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m)
 {
 	return pfs_x_u32(x, &m->length);
+}
+
+static int pfs_x_chunk_cookie(struct pfs_xdr *x, struct pfs_chunk_cookie *m)
+{
+	pfs_x_u32(x, &m->dir);
+	return pfs_x_u64(x, &m->pos);
+}
+
+int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	pfs_x_chunk_cookie(x, &m->cookie);
+	pfs_x_u32(x, &m->max_entries);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    (m->target_id == 0 || m->max_entries == 0 ||
+	     m->max_entries > PFS_CHUNK_LIST_MAX))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_chunk_page(struct pfs_xdr *x, struct pfs_chunk_page *m)
+{
+	pfs_x_chunk_cookie(x, &m->next);
+	pfs_x_enum8(x, &m->eof, 1);
+	return pfs_x_count(x, &m->count, PFS_CHUNK_LIST_MAX,
+			   PFS_CHUNK_ENTRY_MIN_SIZE);
+}
+
+int pfs_x_chunk_entry(struct pfs_xdr *x, struct pfs_chunk_entry *m)
+{
+	pfs_x_entry_id(x, &m->file);
+	return pfs_x_u64(x, &m->size);
 }
 
 const char *pfs_status_name(__s32 status)
@@ -499,6 +594,8 @@ const char *pfs_msg_name(__u16 type)
 		return "AUTH_RESPONSE";
 	case PFS_MSG_PING:
 		return "PING";
+	case PFS_MSG_GET_STATS:
+		return "GET_STATS";
 	case PFS_MSG_REGISTER_NODE:
 		return "REGISTER_NODE";
 	case PFS_MSG_REGISTER_TARGET:
@@ -563,6 +660,14 @@ const char *pfs_msg_name(__u16 type)
 		return "GET_PATTERN";
 	case PFS_MSG_SET_PATTERN:
 		return "SET_PATTERN";
+	case PFS_MSG_LOCK:
+		return "LOCK";
+	case PFS_MSG_GETLK:
+		return "GETLK";
+	case PFS_MSG_SESSION_RENEW:
+		return "SESSION_RENEW";
+	case PFS_MSG_SESSION_END:
+		return "SESSION_END";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:
@@ -575,6 +680,8 @@ const char *pfs_msg_name(__u16 type)
 		return "CHUNK_UNLINK";
 	case PFS_MSG_CHUNK_STAT:
 		return "CHUNK_STAT";
+	case PFS_MSG_CHUNK_LIST:
+		return "CHUNK_LIST";
 	}
 	return "?";
 }

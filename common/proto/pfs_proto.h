@@ -51,6 +51,7 @@ enum pfs_msg_type {
 	PFS_MSG_AUTH_CHALLENGE = 1,	/* server -> client, first frame */
 	PFS_MSG_AUTH_RESPONSE = 2,	/* client -> server; reply proves server */
 	PFS_MSG_PING = 3,
+	PFS_MSG_GET_STATS = 4,		/* -> pfs_stats + pfs_msg_stats list */
 	/* management */
 	PFS_MSG_REGISTER_NODE = 100,
 	PFS_MSG_REGISTER_TARGET = 101,
@@ -85,6 +86,14 @@ enum pfs_msg_type {
 	PFS_MSG_STATFS = 218,		/* -> pfs_statfs */
 	PFS_MSG_GET_PATTERN = 219,	/* pfs_entry_id -> pfs_pattern */
 	PFS_MSG_SET_PATTERN = 220,	/* pfs_set_pattern */
+	/*
+	 * Advisory locks and client sessions: requests carry header.client_id
+	 * (nonzero); see struct pfs_lock_req.
+	 */
+	PFS_MSG_LOCK = 221,		/* pfs_lock_req; EAGAIN on conflict */
+	PFS_MSG_GETLK = 222,		/* pfs_lock_req -> pfs_lock_conflict */
+	PFS_MSG_SESSION_RENEW = 223,	/* empty -> pfs_session */
+	PFS_MSG_SESSION_END = 224,	/* empty */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -92,6 +101,7 @@ enum pfs_msg_type {
 	PFS_MSG_CHUNK_SYNC = 303,	/* pfs_chunk_ref */
 	PFS_MSG_CHUNK_UNLINK = 304,	/* pfs_chunk_ref */
 	PFS_MSG_CHUNK_STAT = 305,	/* pfs_chunk_ref -> pfs_chunk_stat */
+	PFS_MSG_CHUNK_LIST = 306,	/* pfs_chunk_list -> pfs_chunk_page + entries */
 };
 
 /*
@@ -217,6 +227,30 @@ struct pfs_auth_proof {
 struct pfs_ping_reply {
 	__u32 node_id;
 	__u16 node_type;
+};
+
+/*
+ * GET_STATS (every daemon): what the server has served since it started,
+ * per message type. Rates come from two samples: the difference of the
+ * counters over the difference of uptime_ms. GET_STATS itself is not
+ * counted, so watching a server does not show up in what it reports.
+ * The reply is this, then count x struct pfs_msg_stats.
+ */
+struct pfs_stats {
+	__u32 node_id;
+	__u16 node_type;
+	__u64 uptime_ms;
+	__u32 count;
+};
+
+#define PFS_STATS_TYPES_MAX	1024
+
+struct pfs_msg_stats {
+	__u16 type;		/* 0: requests of types the server does not serve */
+	__u64 requests;
+	__u64 errors;		/* replies with a status other than PFS_OK */
+	__u64 bytes_in;		/* request frames, headers included */
+	__u64 bytes_out;	/* reply frames, headers included */
 };
 
 struct pfs_capacity {
@@ -462,6 +496,71 @@ struct pfs_statfs {
 	__u64 inodes_free;
 };
 
+/*
+ * Advisory locks, cluster-wide, kept by the metadata server that owns the
+ * inode. Two kinds that never conflict with each other (as on Linux):
+ * flock (whole file; start/end are ignored) and POSIX byte ranges.
+ *
+ * A lock belongs to (header.client_id, owner): owner is opaque to the
+ * server, unique within the client (the kernel passes the struct file * for
+ * flock and the fl_owner for POSIX; libpfs an id per open file). Locks of
+ * different (client, owner) pairs conflict when one is a write lock (and,
+ * for POSIX, the ranges overlap); one owner's locks never conflict with each
+ * other. A POSIX request replaces the owner's locks in its range: ranges
+ * merge with adjacent ones of the same type, an unlock or a different type
+ * in the middle of a range splits it (upgrade/downgrade in place).
+ *
+ * LOCK never waits: it answers PFS_OK when granted (or released) and the
+ * status EAGAIN, with no body, when another owner holds a conflicting lock
+ * (GETLK names it). Blocking waits (F_SETLKW, flock without LOCK_NB) are the
+ * client's retry loop with backoff. ENOLCK: the client holds too many locks.
+ * GETLK takes a READ or WRITE request and answers the first conflicting lock,
+ * or type PFS_LOCK_UNLOCK when there is none (F_GETLK).
+ *
+ * Sessions: every request with a nonzero client_id starts or renews that
+ * client's session on the server it reaches; SESSION_RENEW does only that
+ * and tells the client the timeout. A session not renewed within the
+ * timeout ends as SESSION_END ends it at once: its locks are released and
+ * the files it opened (OPEN, CREATE with PFS_CREATE_OPEN) are closed, so an
+ * unlinked file a dead client held open is removed. Neither locks nor
+ * sessions survive a restart of the metadata server.
+ */
+enum pfs_lock_kind {
+	PFS_LOCK_FLOCK = 1,
+	PFS_LOCK_POSIX = 2,
+};
+
+enum pfs_lock_type {
+	PFS_LOCK_READ = 1,	/* shared */
+	PFS_LOCK_WRITE = 2,	/* exclusive */
+	PFS_LOCK_UNLOCK = 3,
+};
+
+#define PFS_LOCK_EOF (~0ULL)	/* end of a range that runs to end of file */
+
+struct pfs_lock_req {
+	struct pfs_entry_id id;
+	__u8 kind;		/* enum pfs_lock_kind */
+	__u8 type;		/* enum pfs_lock_type */
+	__u64 start;
+	__u64 end;		/* inclusive, >= start; PFS_LOCK_EOF */
+	__u64 owner;
+	__u32 pid;		/* for F_GETLK's l_pid */
+};
+
+struct pfs_lock_conflict {
+	__u8 type;		/* PFS_LOCK_UNLOCK: no conflict */
+	__u64 start;
+	__u64 end;
+	__u32 pid;
+	__u64 client_id;
+};
+
+/* SESSION_RENEW's reply: renew well within this (a third of it). */
+struct pfs_session {
+	__u32 timeout_ms;
+};
+
 /* A file's chunk file on one storage target. */
 struct pfs_chunk_ref {
 	struct pfs_entry_id file;
@@ -493,6 +592,37 @@ struct pfs_chunk_written {
 };
 
 /*
+ * CHUNK_LIST: the chunk files of one target, a page at a time, for fsck.
+ * The cookie is the server's position in its listing, opaque to clients;
+ * zeros start from the beginning. Chunks created or removed while a listing
+ * runs may or may not appear; none appears twice.
+ */
+#define PFS_CHUNK_LIST_MAX	4096	/* entries in one CHUNK_LIST reply */
+
+struct pfs_chunk_cookie {
+	__u32 dir;
+	__u64 pos;
+};
+
+struct pfs_chunk_list {
+	__u32 target_id;
+	struct pfs_chunk_cookie cookie;
+	__u32 max_entries;	/* 1..PFS_CHUNK_LIST_MAX */
+};
+
+/* A CHUNK_LIST reply: this, then count x struct pfs_chunk_entry. */
+struct pfs_chunk_page {
+	struct pfs_chunk_cookie next;
+	__u8 eof;
+	__u32 count;
+};
+
+struct pfs_chunk_entry {
+	struct pfs_entry_id file;
+	__u64 size;		/* of the chunk file */
+};
+
+/*
  * One function per body: encodes, decodes or sizes according to x->op.
  * Decoding also validates enumerations and ranges.
  */
@@ -501,6 +631,8 @@ int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m);
 int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m);
 int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m);
 int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m);
+int pfs_x_stats(struct pfs_xdr *x, struct pfs_stats *m);
+int pfs_x_msg_stats(struct pfs_xdr *x, struct pfs_msg_stats *m);
 int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m);
 int pfs_x_register_node(struct pfs_xdr *x, struct pfs_register_node *m);
 int pfs_x_register_node_reply(struct pfs_xdr *x,
@@ -538,11 +670,17 @@ int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
 int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m);
 int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
+int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m);
+int pfs_x_lock_conflict(struct pfs_xdr *x, struct pfs_lock_conflict *m);
+int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m);
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m);
 int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
 int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
 int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
+int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m);
+int pfs_x_chunk_page(struct pfs_xdr *x, struct pfs_chunk_page *m);
+int pfs_x_chunk_entry(struct pfs_xdr *x, struct pfs_chunk_entry *m);
 
 /* Smallest encodings, for pfs_x_count's min_elem_size. */
 #define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32)
@@ -550,5 +688,7 @@ int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
 #define PFS_POOL_INFO_MIN_SIZE	(4 + 2)
 #define PFS_TARGET_CAP_MIN_SIZE	(4 + 32)
 #define PFS_DIRENT_MIN_SIZE	(16 + 8 + 1 + 2)
+#define PFS_MSG_STATS_MIN_SIZE	(2 + 8 * 4)
+#define PFS_CHUNK_ENTRY_MIN_SIZE (16 + 8)
 
 #endif /* PFS_PROTO_H */

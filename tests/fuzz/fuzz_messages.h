@@ -74,6 +74,14 @@ FUZZ_WRAP(chunk_io)
 FUZZ_WRAP(chunk_truncate)
 FUZZ_WRAP(chunk_stat)
 FUZZ_WRAP(chunk_written)
+FUZZ_WRAP(lock_req)
+FUZZ_WRAP(lock_conflict)
+FUZZ_WRAP(session)
+FUZZ_WRAP(stats)
+FUZZ_WRAP(msg_stats)
+FUZZ_WRAP(chunk_list)
+FUZZ_WRAP(chunk_page)
+FUZZ_WRAP(chunk_entry)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -83,6 +91,16 @@ static inline __u32 fuzz_heartbeat_count(const void *body)
 static inline __u32 fuzz_dir_page_count(const void *body)
 {
 	return ((const struct pfs_dir_page *)body)->count;
+}
+
+static inline __u32 fuzz_stats_count(const void *body)
+{
+	return ((const struct pfs_stats *)body)->count;
+}
+
+static inline __u32 fuzz_chunk_page_count(const void *body)
+{
+	return ((const struct pfs_chunk_page *)body)->count;
 }
 
 #define FUZZ_BODY(name) \
@@ -148,6 +166,21 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	{ "dir_page", sizeof(struct pfs_dir_page), fuzz_x_dir_page,
 	  sizeof(struct pfs_dirent), fuzz_x_dirent, PFS_DIRENT_MIN_SIZE,
 	  fuzz_dir_page_count },
+	/* locks and sessions */
+	FUZZ_BODY(lock_req),
+	FUZZ_BODY(lock_conflict),
+	FUZZ_BODY(session),
+	/* GET_STATS reply: the totals with the count, then one per type */
+	{ "stats", sizeof(struct pfs_stats), fuzz_x_stats,
+	  sizeof(struct pfs_msg_stats), fuzz_x_msg_stats,
+	  PFS_MSG_STATS_MIN_SIZE, fuzz_stats_count },
+	FUZZ_BODY(msg_stats),
+	FUZZ_BODY(chunk_list),
+	/* CHUNK_LIST reply: the page with the count, then the entries */
+	{ "chunk_page", sizeof(struct pfs_chunk_page), fuzz_x_chunk_page,
+	  sizeof(struct pfs_chunk_entry), fuzz_x_chunk_entry,
+	  PFS_CHUNK_ENTRY_MIN_SIZE, fuzz_chunk_page_count },
+	FUZZ_BODY(chunk_entry),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

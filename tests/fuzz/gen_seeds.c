@@ -277,5 +277,41 @@ int main(int argc, char **argv)
 		SEED(statfs, "1", &sf);
 		seed("dir_page", "2", &pg, 2, des);
 	}
+	{
+		struct pfs_lock_req lr = { { 77, 2, 1 }, PFS_LOCK_POSIX,
+					   PFS_LOCK_WRITE, 100, PFS_LOCK_EOF,
+					   0xffff888012345678ull, 4242 };
+		struct pfs_lock_req fl = { { 77, 2, 1 }, PFS_LOCK_FLOCK,
+					   PFS_LOCK_UNLOCK, 0, PFS_LOCK_EOF,
+					   7, 1 };
+		struct pfs_lock_conflict lc = { PFS_LOCK_READ, 0, 4095, 4242,
+						0x1234abcd5678ef00ull };
+		struct pfs_lock_conflict none = { PFS_LOCK_UNLOCK, 0, 0, 0,
+						  0 };
+		struct pfs_session se = { 30000 };
+
+		SEED(lock_req, "posix", &lr);
+		SEED(lock_req, "flock", &fl);
+		SEED(lock_conflict, "1", &lc);
+		SEED(lock_conflict, "none", &none);
+		SEED(session, "1", &se);
+	}
+	{
+		struct pfs_stats st = { 3, PFS_NODE_STORAGE, 123456789, 2 };
+		struct pfs_msg_stats ms[2] = {
+			{ PFS_MSG_CHUNK_WRITE, 1000, 2, 1000ull << 20, 48000 },
+			{ 0, 5, 5, 240, 600 } };
+		struct pfs_chunk_list cl = { 101, { 17, 0x7fffffffffffull },
+					     1024 };
+		struct pfs_chunk_page cp = { { 256, 0 }, 1, 2 };
+		struct pfs_chunk_entry ce[2] = { { { 77, 2, 1 }, 1 << 20 },
+						 { { 78, 2, 1 }, 0 } };
+
+		seed("stats", "2", &st, 2, ms);
+		SEED(msg_stats, "1", &ms[0]);
+		SEED(chunk_list, "1", &cl);
+		seed("chunk_page", "2", &cp, 2, ce);
+		SEED(chunk_entry, "1", &ce[0]);
+	}
 	return 0;
 }
