@@ -165,7 +165,8 @@ awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
     }
 }
 
-awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
+awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout,
+                                         uint64_t client_id) {
     auto self = shared_from_this();
     ++active_calls_;
     struct Done {
@@ -180,7 +181,11 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     auto pending = std::make_shared<Pending>(ex_);
     pending->done.expires_after(timeout);
     pending_[id] = pending;
-    conn_->send(Frame{make_header(type, 0, id), std::move(payload)});
+    {
+        Frame request{make_header(type, 0, id), std::move(payload)};
+        request.header.client_id = client_id;
+        conn_->send(request);
+    }
 
     boost::system::error_code ec;
     co_await pending->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));

@@ -42,7 +42,9 @@ public:
     ~RpcClient();
 
     // Sends a request and waits for its reply (or the timeout: 0 = default).
-    awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
+    // client_id goes into the header: the client session it belongs to.
+    awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {},
+                                  uint64_t client_id = 0);
 
     // Unsolicited frames (PFS_FLAG_NOTIFY) from the peer.
     void on_notify(std::function<void(const Frame&)> fn) { on_notify_ = std::move(fn); }

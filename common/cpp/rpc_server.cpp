@@ -1,5 +1,7 @@
 #include "rpc_server.hpp"
 
+#include <algorithm>
+
 #include "handshake.hpp"
 #include "log.hpp"
 
@@ -19,11 +21,52 @@ RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret sec
         pfs_ping_reply pong{node_id_, node_type_};
         co_return Reply::ok(*encode(pfs_x_ping_reply, pong));
     });
+    handle(PFS_MSG_GET_STATS, [this](Request&) -> awaitable<Reply> {
+        std::vector<MsgStats> all = stats();
+        pfs_stats head{node_id_, node_type_, static_cast<uint64_t>(uptime().count()),
+                       static_cast<uint32_t>(all.size())};
+        auto body = encode_payload([&](pfs_xdr* x) {
+            if (pfs_x_stats(x, &head)) return;
+            for (const auto& m : all) {
+                pfs_msg_stats w{m.type, m.requests, m.errors, m.bytes_in, m.bytes_out};
+                if (pfs_x_msg_stats(x, &w)) return;
+            }
+        });
+        co_return body ? Reply::ok(std::move(*body)) : Reply::from(body.error());
+    });
+}
+
+void RpcServer::Counters::count(size_t in, size_t out, bool failed) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    if (failed) errors.fetch_add(1, std::memory_order_relaxed);
+    bytes_in.fetch_add(in, std::memory_order_relaxed);
+    bytes_out.fetch_add(out, std::memory_order_relaxed);
+}
+
+std::vector<MsgStats> RpcServer::stats() const {
+    std::vector<MsgStats> out;
+    auto add = [&out](uint16_t type, const Counters& c) {
+        // errors is read first and requests after: a request counted in
+        // between cannot make errors exceed requests.
+        uint64_t errors = c.errors.load(std::memory_order_relaxed);
+        uint64_t requests = c.requests.load(std::memory_order_relaxed);
+        if (requests == 0) return;
+        out.push_back(MsgStats{type, requests, std::min(errors, requests), c.bytes_in.load(std::memory_order_relaxed),
+                               c.bytes_out.load(std::memory_order_relaxed)});
+    };
+    add(0, unknown_);
+    for (const auto& [type, route] : handlers_) add(type, route.counters);
+    if (out.size() > PFS_STATS_TYPES_MAX) out.resize(PFS_STATS_TYPES_MAX);
+    return out;
+}
+
+std::chrono::milliseconds RpcServer::uptime() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
 }
 
 RpcServer::~RpcServer() { stop(); }
 
-void RpcServer::handle(uint16_t type, Handler handler) { handlers_[type] = std::move(handler); }
+void RpcServer::handle(uint16_t type, Handler handler) { handlers_[type].handler = std::move(handler); }
 
 void RpcServer::set_identity(uint32_t node_id, uint16_t node_type) {
     node_id_ = node_id;
@@ -117,13 +160,18 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame fram
     } else {
         try {
             Request req{frame, conn};
-            reply = co_await it->second(req);
+            reply = co_await it->second.handler(req);
         } catch (const std::exception& e) {
             log::error("request handler failed", {{"type", pfs_msg_name(frame.header.type)}, {"error", e.what()}});
             reply = Reply::fail(PFS_E_INTERNAL, "internal server error");
         }
     }
     Frame out{make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), encode_reply(reply)};
+    if (frame.header.type != PFS_MSG_GET_STATS) {
+        Counters& counters = it == handlers_.end() ? unknown_ : it->second.counters;
+        counters.count(PFS_HEADER_SIZE + frame.payload.size(), PFS_HEADER_SIZE + out.payload.size(),
+                       reply.status != PFS_OK);
+    }
     conn->send(out);
     if (reply.status == PFS_E_PROTO) {
         log::warn("dropping connection", {{"peer", conn->peer()},

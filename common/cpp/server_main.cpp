@@ -48,6 +48,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     if (spec.has_storage_targets)
         options.add()("targets", po::value<std::vector<std::string>>()->composing(),
                       "storage target directories (comma-separated or repeated); each must exist");
+    if (spec.add_options) spec.add_options(options);
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
 
     auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
@@ -86,7 +87,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     }
     NodeIdentity identity{spec.node_type, options.get<std::string>("alias"),
                           options.get<std::string>("advertise-host"), *port};
-    DaemonContext context{io, *mgmtd, *secret, state_dir};
+    DaemonContext context{io, *mgmtd, *secret, state_dir, options};
     NodeAgent agent(io, *mgmtd, *secret, identity, state_dir, targets,
                     std::chrono::milliseconds(std::max(50u, options.get<unsigned>("heartbeat-ms"))));
     if (auto st = agent.load_ids(); !st) {

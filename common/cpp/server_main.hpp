@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "config.hpp"
 #include "node_agent.hpp"
 #include "rpc_server.hpp"
 
@@ -17,6 +18,8 @@ struct ServerDaemon {
     uint16_t default_port;
     const char* default_state_dir;
     bool has_storage_targets;
+    // The daemon's own options, besides the common ones (optional).
+    std::function<void(Options&)> add_options = {};
 };
 
 // What a daemon's own parts may need besides the server and the agent.
@@ -25,6 +28,7 @@ struct DaemonContext {
     Endpoint mgmtd;
     const auth::Secret& secret;
     std::filesystem::path state_dir;
+    const Options& options;  // parsed: the daemon's own options among them
 };
 
 using InstallFn = std::function<Status(RpcServer&, NodeAgent&, DaemonContext&)>;

@@ -28,7 +28,11 @@ struct MetaServer {
         ring = std::move(*r);
         cluster = std::make_unique<client::Cluster>(ctx.io.get_executor(), ctx.mgmtd, ctx.secret);
         cluster->on_refresh([this] { chooser.update(cluster->targets()); });
-        service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser);
+        double timeout_s = ctx.options.get<double>("session-timeout");
+        if (!(timeout_s >= 0.1 && timeout_s <= 86400))
+            return Error{-EINVAL, "--session-timeout must be between 0.1 and 86400 seconds"};
+        auto session_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+        service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout);
         service->install();
         // The namespace is owned by this node's id: open it once that is known.
         agent.on_registered([this, &io = ctx.io, dir = ctx.state_dir](uint32_t node_id) {
@@ -58,6 +62,7 @@ struct MetaServer {
         log::info("namespace ready", {{"node_id", node_id}, {"seq", store->last_seq()},
                                       {"inodes", store->ns().counts().inodes}});
         co_await service->purge_orphans();
+        asio::co_spawn(io, service->expire_sessions(), asio::detached);
         for (;;) {
             timer.expires_after(std::chrono::seconds(1));
             co_await timer.async_wait(asio::use_awaitable);
@@ -73,7 +78,11 @@ struct MetaServer {
 
 int main(int argc, char** argv) {
     const ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
-                            "/var/lib/pfs/meta", false};
+                            "/var/lib/pfs/meta", false, [](Options& options) {
+                                options.add()("session-timeout", po::value<double>()->default_value(30),
+                                              "seconds a client may stay silent before its locks are "
+                                              "released and its open files closed");
+                            }};
     MetaServer meta;
     int rc = run_server_daemon(spec, argc, argv, [&meta](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) {
         return meta.install(server, agent, ctx);

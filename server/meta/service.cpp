@@ -3,26 +3,13 @@
 #include <chrono>
 
 #include "log.hpp"
+#include "service_helpers.hpp"
 #include "wire_convert.hpp"
 
 namespace pfs::meta {
 namespace {
 
 Timespec now() { return wall_clock_now(); }
-
-template <class M>
-Result<M> body(const Request& req, int (*xfer)(pfs_xdr*, M*)) {
-    return decode(req.frame.payload, xfer);
-}
-
-Reply malformed(uint16_t type) { return Reply::fail(PFS_E_PROTO, std::string("malformed ") + pfs_msg_name(type)); }
-
-template <class M>
-Result<Reply> ok_with(int (*xfer)(pfs_xdr*, M*), M msg) {
-    auto b = encode(xfer, msg);
-    if (!b) return b.error();
-    return Reply::ok(std::move(*b));
-}
 
 Result<Reply> ok_empty(const Status& st) {
     if (!st) return st.error();
@@ -43,9 +30,10 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
 
 }  // namespace
 
-Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser)
+Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
+                 std::chrono::milliseconds session_timeout)
     : ex_(ex),
-      server_(server), cluster_(cluster), files_(cluster), chooser_(chooser) {}
+      server_(server), cluster_(cluster), files_(cluster), chooser_(chooser), sessions_(session_timeout) {}
 
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
@@ -55,6 +43,11 @@ void Service::attach(Namespace& ns, Durable durable) {
 void Service::install() {
     auto bind = [this](uint16_t type, Method method) {
         server_.handle(type, [this, method](Request& req) -> awaitable<Reply> {
+            // Any request of a client renews its session.
+            if (uint64_t client = req.frame.header.client_id) {
+                auto st = sessions_.touch(client, Sessions::Clock::now());
+                if (!st) co_return Reply::from(st.error());
+            }
             if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
             co_return co_await (this->*method)(req);
         });
@@ -80,6 +73,10 @@ void Service::install() {
     bind(PFS_MSG_STATFS, &Service::on_statfs);
     bind(PFS_MSG_GET_PATTERN, &Service::on_get_pattern);
     bind(PFS_MSG_SET_PATTERN, &Service::on_set_pattern);
+    bind(PFS_MSG_LOCK, &Service::on_lock);
+    bind(PFS_MSG_GETLK, &Service::on_getlk);
+    bind(PFS_MSG_SESSION_RENEW, &Service::on_session_renew);
+    bind(PFS_MSG_SESSION_END, &Service::on_session_end);
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -89,7 +86,10 @@ awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> f
         log::error("metadata change not durable", {{"error", st.error().message}});
         co_return Reply::from(st.error());
     }
-    if (freed) delete_chunks(std::move(*freed));
+    if (freed) {
+        locks_.release_file(freed->id);
+        delete_chunks(std::move(*freed));
+    }
     co_return std::move(*reply);
 }
 
@@ -141,7 +141,7 @@ awaitable<Reply> Service::on_create(Request& req) {
                                (m->flags & PFS_CREATE_EXCL) != 0);
     if (!created) co_return Reply::from(created.error());
     if (m->flags & PFS_CREATE_OPEN) {
-        if (auto st = ns_->open(created->attr.id); !st) co_return Reply::from(st.error());
+        if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
 }
@@ -257,14 +257,14 @@ awaitable<Reply> Service::on_open(Request& req) {
     auto reply = attr_and_layout(*attr, ns_->layout(m->id));
     if (!reply) co_return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.
-    if (auto st = ns_->open(m->id); !st) co_return Reply::from(st.error());
+    if (auto st = open_for(req.frame.header.client_id, m->id); !st) co_return Reply::from(st.error());
     co_return std::move(*reply);
 }
 
 awaitable<Reply> Service::on_close(Request& req) {
     auto m = body(req, pfs_x_entry_id);
     if (!m) co_return malformed(PFS_MSG_CLOSE);
-    auto freed = ns_->close(*m);
+    auto freed = close_for(req.frame.header.client_id, *m);
     if (!freed) co_return Reply::from(freed.error());
     co_return co_await finish(Reply::ok(), *freed);
 }

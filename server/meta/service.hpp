@@ -1,14 +1,17 @@
 // pfs-meta's request handlers: the namespace over the wire. A mutation is
 // applied to the namespace, made durable (journal), and only then answered;
 // chunk files of freed files are deleted on the storage servers afterwards.
+// Client sessions and advisory locks live here too, in memory only.
 #pragma once
 
 #include <functional>
 #include <memory>
 
 #include "cluster.hpp"
+#include "lock_table.hpp"
 #include "namespace.hpp"
 #include "rpc_server.hpp"
+#include "sessions.hpp"
 #include "striped_io.hpp"
 #include "target_chooser.hpp"
 
@@ -19,7 +22,10 @@ public:
     // Waits until every op applied so far is durable.
     using Durable = std::function<awaitable<Status>()>;
 
-    Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser);
+    static constexpr std::chrono::milliseconds kDefaultSessionTimeout{30000};
+
+    Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
+            std::chrono::milliseconds session_timeout = kDefaultSessionTimeout);
 
     // Handlers answer -EAGAIN until the namespace is attached (after the
     // node is registered and its store recovered).
@@ -27,6 +33,9 @@ public:
     void install();
     // Frees the files a crash left unlinked but not yet removed.
     awaitable<void> purge_orphans();
+    // Ends the sessions of clients gone silent, every quarter timeout; runs
+    // until the executor stops.
+    awaitable<void> expire_sessions();
 
 private:
     using Method = awaitable<Reply> (Service::*)(Request&);
@@ -52,6 +61,16 @@ private:
     awaitable<Reply> on_statfs(Request& req);
     awaitable<Reply> on_get_pattern(Request& req);
     awaitable<Reply> on_set_pattern(Request& req);
+    awaitable<Reply> on_lock(Request& req);
+    awaitable<Reply> on_getlk(Request& req);
+    awaitable<Reply> on_session_renew(Request& req);
+    awaitable<Reply> on_session_end(Request& req);
+
+    // Opens made and closed on behalf of a client's session (client 0: none).
+    Status open_for(uint64_t client, const pfs_entry_id& id);
+    Result<std::optional<FreedFile>> close_for(uint64_t client, const pfs_entry_id& id);
+    // Releases an ended session's locks and closes its opens.
+    awaitable<void> end_session(const EndedSession& ended, const char* why);
 
     // Durable, then the reply; freed chunks go after the reply is settled.
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
@@ -65,6 +84,8 @@ private:
     TargetChooser& chooser_;
     Namespace* ns_ = nullptr;
     Durable durable_;
+    Sessions sessions_;
+    LockTable locks_;
 };
 
 }  // namespace pfs::meta

@@ -1,17 +1,21 @@
 #include "chunk_store.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace pfs {
 namespace {
 
 constexpr const char* kChunksDir = "chunks";
+constexpr uint32_t kFanout = 256;  // fan-out directories chunks/00 .. chunks/ff
 
 // splitmix64's finaliser: a fixed function, because the fan-out directory of
 // every chunk ever written depends on it (std::hash may change).
@@ -25,11 +29,42 @@ uint64_t entry_hash(const pfs_entry_id& id) {
     return mix64(id.ino ^ mix64((static_cast<uint64_t>(id.owner_node) << 32) | id.generation));
 }
 
-std::string fanout_dir(const pfs_entry_id& id) {
+unsigned fanout_index(const pfs_entry_id& id) { return static_cast<unsigned>(entry_hash(id) >> 56); }
+
+std::string fanout_dir(unsigned index) {
     char buf[16];
-    std::snprintf(buf, sizeof buf, "%s/%02x", kChunksDir, static_cast<unsigned>(entry_hash(id) >> 56));
+    std::snprintf(buf, sizeof buf, "%s/%02x", kChunksDir, index);
     return buf;
 }
+
+std::string fanout_dir(const pfs_entry_id& id) { return fanout_dir(fanout_index(id)); }
+
+std::string chunk_name(const pfs_entry_id& id) {
+    char name[64];
+    std::snprintf(name, sizeof name, "%llx-%x-%x", static_cast<unsigned long long>(id.ino), id.owner_node,
+                  id.generation);
+    return name;
+}
+
+// The entry id a chunk file's name stands for: only the exact spelling
+// chunk_name() gives counts (no leading zeros, signs, spaces or capitals).
+std::optional<pfs_entry_id> parse_chunk_name(std::string_view name) {
+    const std::string_view whole = name;
+    uint64_t fields[3] = {};
+    const uint64_t limits[3] = {UINT64_MAX, UINT32_MAX, UINT32_MAX};
+    for (int i = 0; i < 3; ++i) {
+        const size_t end = i < 2 ? name.find('-') : name.size();
+        if (end == std::string_view::npos) return std::nullopt;
+        auto [p, ec] = std::from_chars(name.data(), name.data() + end, fields[i], 16);
+        if (ec != std::errc() || p != name.data() + end || fields[i] > limits[i]) return std::nullopt;
+        name.remove_prefix(i < 2 ? end + 1 : end);
+    }
+    pfs_entry_id id{fields[0], static_cast<uint32_t>(fields[1]), static_cast<uint32_t>(fields[2])};
+    if (chunk_name(id) != whole) return std::nullopt;
+    return id;
+}
+
+bool is_direct_aligned(uint64_t value) { return value % ChunkStore::kDirectAlign == 0; }
 
 bool is_enoent(const Error& e) { return e.code == -ENOENT; }
 
@@ -79,6 +114,21 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::open(Uring& ring, const std::fil
     if (::mkdirat(dir.get(), kChunksDir, 0700) != 0 && errno != EEXIST)
         return Error{-errno,
                      "cannot create " + (target_dir / kChunksDir).string() + ": " + errno_text(-errno)};
+    if (options.direct_io) {
+        // Found out now rather than on the first write: file systems without
+        // O_DIRECT refuse it with EINVAL when a file is opened.
+        const char* probe = ".pfs-direct-io-probe";
+        UniqueFd fd(::openat(dir.get(), probe, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600));
+        const int err = fd.valid() ? 0 : errno;
+        ::unlinkat(dir.get(), probe, 0);
+        if (err == EINVAL)
+            return Error{-EINVAL, "storage target " + target_dir.string() +
+                                      " does not support O_DIRECT (direct-io is on): tmpfs before Linux 6.6 and "
+                                      "some other file systems do not; use ext4 or xfs, or turn direct-io off"};
+        if (err != 0)
+            return Error{-err, "cannot create a file in storage target " + target_dir.string() + ": " +
+                                   errno_text(-err)};
+    }
     return std::unique_ptr<ChunkStore>(new ChunkStore(ring, target_dir, std::move(dir), options));
 }
 
@@ -89,12 +139,7 @@ ChunkStore::ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir
       options_(options),
       cache_(options.max_open_files) {}
 
-std::string ChunkStore::chunk_path(const pfs_entry_id& id) {
-    char name[64];
-    std::snprintf(name, sizeof name, "/%llx-%x-%x", static_cast<unsigned long long>(id.ino), id.owner_node,
-                  id.generation);
-    return fanout_dir(id) + name;
-}
+std::string ChunkStore::chunk_path(const pfs_entry_id& id) { return fanout_dir(id) + "/" + chunk_name(id); }
 
 Error ChunkStore::in_context(const pfs_entry_id& id, const Error& e) const {
     return Error{e.code, (dir_path_ / chunk_path(id)).string() + ": " + e.message};
@@ -109,7 +154,7 @@ awaitable<Result<OpenFileCache::File>> ChunkStore::file(const pfs_entry_id& id, 
     if (auto cached = cache_.get(id)) co_return cached;
     const uint64_t epoch = unlink_epoch_;
     const std::string path = chunk_path(id);
-    const int flags = O_RDWR | (create ? O_CREAT : 0);
+    const int flags = O_RDWR | (create ? O_CREAT : 0) | (options_.direct_io ? O_DIRECT : 0);
     auto fd = co_await ring_.openat(dir_.get(), path, flags, 0600);
     if (!fd && create && is_enoent(fd.error())) {
         // First chunk in its fan-out directory: make it (a racing request may too).
@@ -118,10 +163,91 @@ awaitable<Result<OpenFileCache::File>> ChunkStore::file(const pfs_entry_id& id, 
         if (!made && made.error().code != -EEXIST) co_return made.error();
         fd = co_await ring_.openat(dir_.get(), path, flags, 0600);
     }
+    if (!fd && options_.direct_io && fd.error().code == -EINVAL)
+        co_return Error{-EINVAL, "cannot open with O_DIRECT (direct-io is on): " + fd.error().message};
     if (!fd) co_return fd.error();
-    auto file = std::make_shared<UniqueFd>(std::move(*fd));
+    auto file = std::make_shared<ChunkFile>();
+    file->fd = std::move(*fd);
     if (epoch == unlink_epoch_) cache_.put(id, file);
     co_return file;
+}
+
+// ---- O_DIRECT ----------------------------------------------------------------
+
+// Memory O_DIRECT accepts: a registered buffer when one is free and large
+// enough, else page-aligned heap memory.
+struct ChunkStore::AlignedBuffer {
+    std::optional<BufferPool::Lease> lease;
+    std::unique_ptr<uint8_t, decltype(&std::free)> heap{nullptr, &std::free};
+    uint8_t* data = nullptr;
+};
+
+Result<ChunkStore::AlignedBuffer> ChunkStore::aligned_buffer(size_t length) const {
+    AlignedBuffer buf;
+    buf.lease = lease_for(length);
+    if (buf.lease) {
+        buf.data = buf.lease->data();
+        return buf;
+    }
+    const size_t bytes = (length + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+    buf.heap.reset(static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, bytes ? bytes : kDirectAlign)));
+    if (!buf.heap) return Error{-ENOMEM, "no memory for an aligned I/O buffer"};
+    buf.data = buf.heap.get();
+    return buf;
+}
+
+awaitable<Result<size_t>> ChunkStore::transfer(bool is_write, int fd, const AlignedBuffer& buf, size_t length,
+                                               uint64_t offset) {
+    Result<size_t> done = Error{};
+    if (buf.lease && is_write) {
+        done = co_await ring_.write_fixed(fd, *buf.lease, length, offset);
+    } else if (buf.lease) {
+        done = co_await ring_.read_fixed(fd, *buf.lease, length, offset);
+    } else {
+        std::span<uint8_t> span(buf.data, length);
+        if (is_write) done = co_await ring_.write(fd, span, offset);
+        else done = co_await ring_.read(fd, span, offset);
+    }
+    co_return done;
+}
+
+awaitable<Result<size_t>> ChunkStore::write_direct(ChunkFile& file, uint64_t offset,
+                                                   std::span<const uint8_t> data) {
+    if (!is_direct_aligned(offset) || !is_direct_aligned(data.size())) {
+        auto fd = co_await buffered_fd(file);
+        if (!fd) co_return fd.error();
+        co_return co_await ring_.write(*fd, data, offset);
+    }
+    auto buf = aligned_buffer(data.size());
+    if (!buf) co_return buf.error();
+    std::memcpy(buf->data, data.data(), data.size());
+    co_return co_await transfer(true, file.fd.get(), *buf, data.size(), offset);
+}
+
+awaitable<Result<Bytes>> ChunkStore::read_direct(ChunkFile& file, uint64_t offset, uint32_t length) {
+    // The aligned blocks around [offset, offset + length).
+    const uint64_t start = offset / kDirectAlign * kDirectAlign;
+    const uint64_t end = (offset + length + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+    const size_t span = static_cast<size_t>(end - start);
+    auto buf = aligned_buffer(span);
+    if (!buf) co_return buf.error();
+    auto done = co_await transfer(false, file.fd.get(), *buf, span, start);
+    if (!done) co_return done.error();
+    const size_t head = static_cast<size_t>(offset - start);
+    const size_t got = *done > head ? std::min<size_t>(*done - head, length) : 0;
+    Bytes out(got);
+    if (got > 0) std::memcpy(out.data(), buf->data + head, got);
+    co_return out;
+}
+
+awaitable<Result<int>> ChunkStore::buffered_fd(ChunkFile& file) {
+    if (file.buffered.valid()) co_return file.buffered.get();
+    // Reopened through /proc, not by path: the same inode as file.fd even if
+    // the chunk was unlinked and created anew meanwhile.
+    auto fd = co_await ring_.openat(AT_FDCWD, "/proc/self/fd/" + std::to_string(file.fd.get()), O_RDWR, 0);
+    if (!fd) co_return fd.error();
+    if (!file.buffered.valid()) file.buffered = std::move(*fd);  // a racing request may have opened one first
+    co_return file.buffered.get();
 }
 
 std::optional<BufferPool::Lease> ChunkStore::lease_for(size_t length) const {
@@ -137,9 +263,12 @@ awaitable<Result<size_t>> ChunkStore::write(const pfs_entry_id& id, uint64_t off
         co_return in_context(id, Error{-EFBIG, "write beyond the largest file offset"});
     auto file = co_await this->file(id, true);
     if (!file) co_return in_context(id, file.error());
-    const int fd = (*file)->get();
+    if (data.empty()) co_return size_t{0};
+    const int fd = (*file)->fd.get();
     Result<size_t> done = Error{};
-    if (auto lease = lease_for(data.size())) {
+    if (options_.direct_io) {
+        done = co_await write_direct(**file, offset, data);
+    } else if (auto lease = lease_for(data.size())) {
         if (!data.empty()) std::memcpy(lease->data(), data.data(), data.size());
         done = co_await ring_.write_fixed(fd, *lease, data.size(), offset);
     } else {
@@ -155,7 +284,13 @@ awaitable<Result<Bytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t offse
         if (is_enoent(file.error())) co_return Bytes{};  // never written: a hole
         co_return in_context(id, file.error());
     }
-    const int fd = (*file)->get();
+    if (length == 0) co_return Bytes{};
+    if (options_.direct_io) {
+        auto data = co_await read_direct(**file, offset, length);
+        if (!data) co_return in_context(id, data.error());
+        co_return data;
+    }
+    const int fd = (*file)->fd.get();
     Bytes out(length);
     Result<size_t> done = Error{};
     if (auto lease = lease_for(length)) {
@@ -178,7 +313,7 @@ awaitable<Status> ChunkStore::truncate(const pfs_entry_id& id, uint64_t size) {
     }
     // Plain ftruncate: io_uring has no truncate before Linux 6.9. It only
     // changes metadata, so it does not block on data I/O.
-    if (::ftruncate((*file)->get(), static_cast<off_t>(size)) != 0)
+    if (::ftruncate((*file)->fd.get(), static_cast<off_t>(size)) != 0)
         co_return in_context(id, Error{-errno, "ftruncate: " + errno_text(-errno)});
     co_return ok_status();
 }
@@ -189,7 +324,9 @@ awaitable<Status> ChunkStore::sync(const pfs_entry_id& id) {
         if (is_enoent(file.error())) co_return ok_status();
         co_return in_context(id, file.error());
     }
-    auto st = co_await ring_.fsync((*file)->get(), true);
+    // One inode, one page cache: this also writes back what went through
+    // the buffered descriptor.
+    auto st = co_await ring_.fsync((*file)->fd.get(), true);
     if (!st) co_return in_context(id, st.error());
     co_return ok_status();
 }
@@ -214,6 +351,62 @@ awaitable<Result<ChunkStat>> ChunkStore::stat(const pfs_entry_id& id) {
         co_return in_context(id, st.error());
     }
     co_return ChunkStat{stx.stx_size, stx.stx_blocks * 512};
+}
+
+Result<ChunkListing> ChunkStore::list(pfs_chunk_cookie from, uint32_t max) const {
+    if (from.dir > kFanout) return Error{-EINVAL, "chunk listing position out of range"};
+    ChunkListing out;
+    uint32_t dir = from.dir;
+    uint64_t pos = from.pos;
+    while (dir < kFanout && out.entries.size() < max) {
+        const std::string sub = fanout_dir(dir);
+        const int fd = ::openat(dir_.get(), sub.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno != ENOENT)
+                return Error{-errno, (dir_path_ / sub).string() + ": " + errno_text(-errno)};
+            ++dir;  // no chunk ever hashed here
+            pos = 0;
+            continue;
+        }
+        std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd), &::closedir);  // owns fd from here
+        if (!d) {
+            const int err = errno;
+            ::close(fd);
+            return Error{-err, (dir_path_ / sub).string() + ": " + errno_text(-err)};
+        }
+        // Directory positions (d_off, telldir) stay valid while entries come
+        // and go, so a listing resumes where it stopped.
+        if (pos != 0) ::seekdir(d.get(), static_cast<long>(pos));
+        bool full = false;
+        for (;;) {
+            errno = 0;
+            const dirent* e = ::readdir(d.get());
+            if (e == nullptr) {
+                if (errno != 0) return Error{-errno, (dir_path_ / sub).string() + ": " + errno_text(-errno)};
+                break;
+            }
+            if (out.entries.size() >= max) {
+                full = true;  // this entry starts the next page
+                break;
+            }
+            pos = static_cast<uint64_t>(e->d_off);
+            auto id = parse_chunk_name(e->d_name);
+            if (!id || fanout_index(*id) != dir) continue;  // not a chunk the store would ever open
+            struct stat st {};
+            if (::fstatat(::dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (errno == ENOENT) continue;  // removed since readdir saw it
+                return Error{-errno, (dir_path_ / sub / e->d_name).string() + ": " + errno_text(-errno)};
+            }
+            if (!S_ISREG(st.st_mode)) continue;
+            out.entries.push_back(ChunkListEntry{*id, static_cast<uint64_t>(st.st_size)});
+        }
+        if (full) break;
+        ++dir;
+        pos = 0;
+    }
+    out.next = pfs_chunk_cookie{dir, pos};
+    out.eof = dir >= kFanout;
+    return out;
 }
 
 }  // namespace pfs

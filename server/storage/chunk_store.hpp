@@ -5,7 +5,15 @@
 // through the ring (io_uring); file descriptors stay open in a bounded LRU
 // cache so repeated I/O to a chunk does not reopen it.
 //
-// Not yet here: O_DIRECT (needs aligned offsets and lengths from clients).
+// With direct_io, chunk files are opened with O_DIRECT: I/O bypasses the
+// page cache through aligned buffers (registered ones where they fit).
+// Reads of any range read the aligned blocks around it. Writes whose offset
+// and length are multiples of kDirectAlign go straight to disk; other writes
+// go through a second, buffered descriptor of the same file. Linux keeps the
+// two coherent: a direct read or write first writes back cached pages in its
+// range, and a direct write drops them afterwards. This needs no locking,
+// where a read-modify-write of the edge blocks would have to serialise
+// writers of the same block and fix up the size of extending writes.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +22,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "uring.hpp"
 #include "wire.hpp"
@@ -29,12 +38,18 @@ struct EntryIdEqual {
     }
 };
 
+// An open chunk file.
+struct ChunkFile {
+    UniqueFd fd;        // O_DIRECT with direct_io
+    UniqueFd buffered;  // direct_io only: the same inode without O_DIRECT, opened on first need
+};
+
 // Open chunk files, least recently used evicted first. Users hold a
 // shared_ptr, so an evicted descriptor stays open until its last I/O ends
 // (closing it earlier could let the number be reused under that I/O).
 class OpenFileCache {
 public:
-    using File = std::shared_ptr<UniqueFd>;
+    using File = std::shared_ptr<ChunkFile>;
 
     explicit OpenFileCache(size_t capacity) : capacity_(capacity) {}
     File get(const pfs_entry_id& id);  // null when not cached; marks it used
@@ -58,6 +73,21 @@ struct ChunkStoreOptions {
     size_t max_open_files = 1024;
     // I/O that fits goes through the ring's registered buffers (when it has any).
     bool fixed_buffers = true;
+    // O_DIRECT chunk files (see above). The target's file system must
+    // support it: open() fails with EINVAL and says so otherwise.
+    bool direct_io = false;
+};
+
+// One chunk file as CHUNK_LIST reports it.
+struct ChunkListEntry {
+    pfs_entry_id id{};
+    uint64_t size = 0;
+};
+
+struct ChunkListing {
+    std::vector<ChunkListEntry> entries;
+    pfs_chunk_cookie next{};
+    bool eof = false;
 };
 
 class ChunkStore {
@@ -79,6 +109,15 @@ public:
     awaitable<Status> unlink(const pfs_entry_id& id);
     // Size and allocation; zero for a chunk that does not exist.
     awaitable<Result<ChunkStat>> stat(const pfs_entry_id& id);
+    // Up to max chunk files from the position `from` (zeros: the start),
+    // fan-out directory by fan-out directory. Files that are not chunks of
+    // this layout are skipped. Blocking system calls (io_uring cannot list
+    // directories): run it off the event loop; it only reads the directory
+    // descriptor, so it may run on another thread while I/O goes on.
+    Result<ChunkListing> list(pfs_chunk_cookie from, uint32_t max) const;
+
+    // Offsets and lengths that O_DIRECT takes as they are.
+    static constexpr size_t kDirectAlign = 4096;
 
     // The chunk's path relative to the target directory (an on-disk format).
     static std::string chunk_path(const pfs_entry_id& id);
@@ -91,6 +130,13 @@ private:
     // O_CREAT and the fan-out directory made if missing).
     awaitable<Result<OpenFileCache::File>> file(const pfs_entry_id& id, bool create);
     std::optional<BufferPool::Lease> lease_for(size_t length) const;
+    struct AlignedBuffer;
+    Result<AlignedBuffer> aligned_buffer(size_t length) const;
+    awaitable<Result<size_t>> transfer(bool is_write, int fd, const AlignedBuffer& buf, size_t length,
+                                       uint64_t offset);
+    awaitable<Result<size_t>> write_direct(ChunkFile& file, uint64_t offset, std::span<const uint8_t> data);
+    awaitable<Result<Bytes>> read_direct(ChunkFile& file, uint64_t offset, uint32_t length);
+    awaitable<Result<int>> buffered_fd(ChunkFile& file);
     Error in_context(const pfs_entry_id& id, const Error& e) const;
     void forget(const pfs_entry_id& id);
 

@@ -1,18 +1,50 @@
 // pfs-storage: the storage server. It keeps file contents as chunk files on
 // its targets, serves the chunk messages through io_uring, registers the
 // targets with pfs-mgmtd and reports their capacity.
+#include "log.hpp"
 #include "server_main.hpp"
 #include "service.hpp"
 
+namespace {
+
+void add_storage_options(pfs::Options& options) {
+    namespace po = pfs::po;
+    const pfs::StorageServiceOptions defaults;
+    options.add()
+        ("direct-io", po::value<bool>()->default_value(false)->implicit_value(true),
+         "open chunk files with O_DIRECT: I/O bypasses the page cache (the targets' file system must support it)")
+        ("io-ring-entries", po::value<unsigned>()->default_value(defaults.ring.entries),
+         "io_uring submission queue size: disk operations in flight at once")
+        ("io-buffers", po::value<unsigned>()->default_value(static_cast<unsigned>(defaults.fixed_buffers)),
+         "registered (pinned) I/O buffers; 0: none")
+        ("io-buffer-kib", po::value<unsigned>()->default_value(static_cast<unsigned>(defaults.fixed_buffer_size >> 10)),
+         "size of each registered buffer in KiB; larger requests use plain buffers");
+}
+
+pfs::StorageServiceOptions storage_options(const pfs::Options& options) {
+    pfs::StorageServiceOptions out;
+    out.chunks.direct_io = options.get<bool>("direct-io");
+    out.ring.entries = options.get<unsigned>("io-ring-entries");
+    out.fixed_buffers = options.get<unsigned>("io-buffers");
+    out.fixed_buffer_size = size_t{options.get<unsigned>("io-buffer-kib")} << 10;
+    // Out-of-range values are refused by the ring (start-up fails) and the
+    // buffer pool (the server runs without registered buffers and says so).
+    return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     const pfs::ServerDaemon spec{"pfs-storage", "PFS storage server.", PFS_NODE_STORAGE,
-                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true};
-    auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent, pfs::DaemonContext&) -> pfs::Status {
+                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, add_storage_options};
+    auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent, pfs::DaemonContext& ctx) -> pfs::Status {
+        const auto options = storage_options(ctx.options);
         // The handlers own the service, and the server drops them before the
         // event loop goes: nothing of the ring outlives the loop.
-        auto service = pfs::StorageService::create(agent.targets());
+        auto service = pfs::StorageService::create(agent.targets(), options);
         if (!service) return service.error();
         (*service)->install(server);
+        if (options.chunks.direct_io) pfs::log::info("chunk files use O_DIRECT");
         return pfs::ok_status();
     };
     return pfs::run_server_daemon(spec, argc, argv, install);

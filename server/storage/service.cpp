@@ -66,9 +66,12 @@ Result<std::shared_ptr<StorageService>> StorageService::create(const std::vector
 }
 
 StorageService::StorageService(const std::vector<AgentTarget>& targets, std::unique_ptr<Uring> ring)
-    : agent_targets_(targets), ring_(std::move(ring)) {}
+    : agent_targets_(targets), ring_(std::move(ring)), lister_(std::make_unique<asio::thread_pool>(1)) {}
 
-StorageService::~StorageService() = default;
+StorageService::~StorageService() {
+    // A listing under way finishes first: it reads the stores' directories.
+    lister_->join();
+}
 
 void StorageService::install(RpcServer& server) {
     using Method = awaitable<Reply> (StorageService::*)(Request&);
@@ -82,6 +85,7 @@ void StorageService::install(RpcServer& server) {
     add(PFS_MSG_CHUNK_SYNC, &StorageService::sync);
     add(PFS_MSG_CHUNK_UNLINK, &StorageService::unlink);
     add(PFS_MSG_CHUNK_STAT, &StorageService::stat);
+    add(PFS_MSG_CHUNK_LIST, &StorageService::list);
 }
 
 StorageService::Target* StorageService::find(uint32_t target_id) {
@@ -160,6 +164,32 @@ awaitable<Reply> StorageService::stat(Request& req) {
     auto st = co_await target->store->stat(ref->file);
     if (!st) co_return failed(*target, st.error());
     co_return encoded(pfs_x_chunk_stat, pfs_chunk_stat{st->size, st->allocated});
+}
+
+awaitable<Reply> StorageService::list(Request& req) {
+    auto m = decode(req.frame.payload, pfs_x_chunk_list);
+    if (!m) co_return malformed("CHUNK_LIST");
+    Target* target = find(m->target_id);
+    if (!target) co_return unknown_target(m->target_id);
+    const ChunkStore* store = target->store.get();
+    const pfs_chunk_cookie from = m->cookie;
+    const uint32_t max = m->max_entries;
+    // On the helper thread; the reply is resumed back on this loop.
+    std::optional<Result<ChunkListing>> listed = co_await asio::co_spawn(
+        *lister_,
+        [store, from, max]() -> awaitable<std::optional<Result<ChunkListing>>> { co_return store->list(from, max); },
+        asio::use_awaitable);
+    if (!*listed) co_return failed(*target, listed->error());
+    const ChunkListing& page = listed->value();
+    pfs_chunk_page head{page.next, static_cast<uint8_t>(page.eof ? 1 : 0), static_cast<uint32_t>(page.entries.size())};
+    auto body = encode_payload([&](pfs_xdr* x) {
+        if (pfs_x_chunk_page(x, &head)) return;
+        for (const auto& e : page.entries) {
+            pfs_chunk_entry w{e.id, e.size};
+            if (pfs_x_chunk_entry(x, &w)) return;
+        }
+    });
+    co_return body ? Reply::ok(std::move(*body)) : Reply::from(body.error());
 }
 
 }  // namespace pfs

@@ -1,7 +1,9 @@
 // pfs-storage's request handlers: the chunk messages (PFS_MSG_CHUNK_*),
 // each addressed to one of this node's storage targets by its
 // mgmtd-assigned id. The ids become known only once the node registered,
-// so a request's target is looked up when it arrives.
+// so a request's target is looked up when it arrives. CHUNK_LIST (fsck)
+// lists directories, which io_uring cannot do: it runs on a helper thread
+// so the event loop never waits for the disk.
 #pragma once
 
 #include <memory>
@@ -41,6 +43,7 @@ public:
     awaitable<Reply> sync(Request& req);
     awaitable<Reply> unlink(Request& req);
     awaitable<Reply> stat(Request& req);
+    awaitable<Reply> list(Request& req);
 
 private:
     struct Target;
@@ -53,6 +56,7 @@ private:
     const std::vector<AgentTarget>& agent_targets_;
     std::unique_ptr<Uring> ring_;                   // declared before the stores, which use it
     std::vector<std::unique_ptr<Target>> targets_;  // same order as agent_targets_
+    std::unique_ptr<asio::thread_pool> lister_;     // CHUNK_LIST's directory reads
 };
 
 }  // namespace pfs
