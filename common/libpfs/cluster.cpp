@@ -28,6 +28,9 @@ Cluster::Cluster(asio::any_io_executor ex, Endpoint mgmtd, auth::Secret secret, 
 Cluster::~Cluster() { close(); }
 
 void Cluster::close() {
+    auto hooks = std::move(on_close_);
+    on_close_.clear();
+    for (auto& fn : hooks) fn();
     mgmtd_->close();
     for (auto& [id, pool] : pools_) pool->close();
 }
@@ -139,13 +142,14 @@ Result<uint32_t> Cluster::root_meta() const {
     return meta_nodes_.begin()->first;
 }
 
-awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload) {
+awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
+                                               uint64_t client_id) {
     if (!payload) co_return payload.error();
     auto it = meta_nodes_.find(meta_node);
     if (it == meta_nodes_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
     auto client = pool_for(meta_node, it->second).pick();
-    auto reply = co_await client->call(type, std::move(*payload));
+    auto reply = co_await client->call(type, std::move(*payload), {}, client_id);
     if (!reply) co_return reply.error();
     if (reply->status != PFS_OK) co_return reply_error(*reply);
     co_return std::move(reply->body);

@@ -27,8 +27,10 @@ public:
     awaitable<Status> start();
     Result<TargetRoute> route(uint32_t target_id) const;
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
-    // To the metadata server that owns an entry (pfs_entry_id::owner_node).
-    awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload);
+    // To the metadata server that owns an entry (pfs_entry_id::owner_node),
+    // on behalf of a client session (0: none).
+    awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
+                                          uint64_t client_id = 0);
     // The metadata server holding the root directory: the first one registered.
     Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.
@@ -41,6 +43,9 @@ public:
     void on_refresh(std::function<void()> fn) { on_refresh_ = std::move(fn); }
     uint64_t map_version() const { return map_version_; }
     uint64_t refreshes() const { return refreshes_; }
+    asio::any_io_executor executor() const { return ex_; }
+    // close() ends what users of the cluster keep running (session renewals).
+    void on_close(std::function<void()> fn) { on_close_.push_back(std::move(fn)); }
     void close();
 
 private:
@@ -59,6 +64,7 @@ private:
     std::map<uint32_t, Endpoint> meta_nodes_;
     std::vector<pfs_target_info> targets_;
     std::function<void()> on_refresh_;
+    std::vector<std::function<void()>> on_close_;
     std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
     std::map<uint32_t, Endpoint> pool_endpoints_;
     uint64_t map_version_ = 0;

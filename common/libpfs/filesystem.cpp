@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 
 namespace pfs::client {
 namespace {
@@ -55,10 +56,24 @@ Result<OpenFile> decode_open(const Bytes& body) {
     return f;
 }
 
+// Random, so that clients never agree on one without talking; never 0
+// (which means "no client").
+uint64_t new_client_id() {
+    std::random_device rd;
+    uint64_t id = 0;
+    while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
+    return id;
+}
+
 }  // namespace
 
+FileSystem::FileSystem(Cluster& cluster, FileSystemOptions options)
+    : cluster_(cluster), io_(cluster), options_(options),
+      keeper_(cluster, new_client_id(), options.session_renew_max) {}
+
 awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
-    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload));
+    keeper_.used(owner.owner_node);
+    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload), keeper_.client_id());
 }
 
 awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
@@ -207,10 +222,14 @@ awaitable<Result<std::string>> FileSystem::readlink(std::string_view path) {
 awaitable<Result<std::vector<Entry>>> FileSystem::readdir(std::string_view path) {
     auto dir = co_await resolve(path);
     if (!dir) co_return dir.error();
+    co_return co_await readdir(dir->id);
+}
+
+awaitable<Result<std::vector<Entry>>> FileSystem::readdir(const pfs_entry_id& dir) {
     std::vector<Entry> entries;
-    pfs_readdir req{dir->id, 0, 1024};
+    pfs_readdir req{dir, 0, 1024};
     for (;;) {
-        auto body = co_await meta(dir->id, PFS_MSG_READDIR, encode(pfs_x_readdir, req));
+        auto body = co_await meta(dir, PFS_MSG_READDIR, encode(pfs_x_readdir, req));
         if (!body) co_return body.error();
         pfs_dir_page page{};
         std::vector<pfs_dirent> ents;
@@ -322,6 +341,25 @@ awaitable<Result<StripeLayout>> FileSystem::layout(std::string_view path) {
     co_return layout;
 }
 
+awaitable<Result<StripeLayout>> FileSystem::layout(const pfs_entry_id& id) {
+    auto body = co_await meta(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, O_RDONLY}));
+    auto file = opened(std::move(body));
+    if (!file) co_return file.error();
+    auto layout = file->layout;
+    (void)co_await close(*file);
+    co_return layout;
+}
+
+Result<OpenFile> FileSystem::opened(Result<Bytes> body) {
+    if (!body) return body.error();
+    auto file = decode_open(*body);
+    if (!file) return file.error();
+    // Open on the server now: the session must outlive it.
+    file->owner = next_owner_++;
+    keeper_.hold();
+    return file;
+}
+
 awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, uint32_t mode) {
     Result<Bytes> body = Error{};
     if (flags & O_CREAT) {
@@ -336,8 +374,7 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
         if (!attr) co_return attr.error();
         body = co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, static_cast<uint32_t>(flags)}));
     }
-    if (!body) co_return body.error();
-    auto file = decode_open(*body);
+    auto file = opened(std::move(body));
     if (!file) co_return file.error();
     if ((file->attr.mode & S_IFMT) == S_IFDIR && (flags & O_ACCMODE) != O_RDONLY) {
         (void)co_await close(*file);
@@ -348,7 +385,10 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
         m.id = file->attr.id;
         m.valid = PFS_SET_SIZE;
         auto attr = co_await attr_call(file->attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
-        if (!attr) co_return attr.error();
+        if (!attr) {
+            (void)co_await close(*file);
+            co_return attr.error();
+        }
         file->attr = *attr;
     }
     co_return file;
@@ -395,7 +435,19 @@ awaitable<Status> FileSystem::fsync(OpenFile& file) {
 
 awaitable<Status> FileSystem::close(OpenFile& file) {
     auto st = co_await report_size(file);
+    if (file.locked) {
+        // What fcntl and flock locks do at the last close of a file.
+        auto posix = co_await unlock(file, PFS_LOCK_POSIX);
+        auto whole = co_await unlock(file, PFS_LOCK_FLOCK);
+        if (st && !posix) st = posix;
+        if (st && !whole) st = whole;
+        file.locked = false;
+    }
     auto r = co_await meta(file.attr.id, PFS_MSG_CLOSE, encode(pfs_x_entry_id, file.attr.id));
+    if (file.owner != 0) {
+        file.owner = 0;
+        keeper_.release();
+    }
     if (!st) co_return st;
     if (!r) co_return r.error();
     co_return ok_status();

@@ -1,6 +1,9 @@
 // The POSIX-like face of libpfs: paths resolved from the root directory,
 // namespace operations on the metadata servers, file contents straight to
-// and from the storage servers.
+// and from the storage servers. A FileSystem is one client: a random client
+// id in every metadata request, sessions on the metadata servers kept alive
+// while files are open, and advisory locks (flock, POSIX ranges) that other
+// clients of the cluster see.
 #pragma once
 
 #include <fcntl.h>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "cluster.hpp"
+#include "session_keeper.hpp"
 #include "striped_io.hpp"
 
 namespace pfs::client {
@@ -26,6 +30,8 @@ struct OpenFile {
     pfs_attr attr{};
     StripeLayout layout;
     uint64_t written_end = 0;  // how far this handle wrote: reported on sync/close
+    uint64_t owner = 0;        // lock owner, unique within the client (0: closed)
+    bool locked = false;       // took a lock once: close releases what is left
 };
 
 struct FileSystemOptions {
@@ -33,12 +39,26 @@ struct FileSystemOptions {
     // metadata server again (0: always ask). Renames and rmdirs by this
     // client drop the cache; other clients' changes show within this time.
     std::chrono::milliseconds dir_cache_ttl{1000};
+    // Session renewals are at most this far apart (a third of the servers'
+    // session-timeout when they say less).
+    std::chrono::milliseconds session_renew_max{10000};
+    // A blocking lock retries a conflict after 5 ms, doubling up to this.
+    std::chrono::milliseconds lock_retry_max{500};
 };
 
 class FileSystem {
 public:
-    explicit FileSystem(Cluster& cluster, FileSystemOptions options = {})
-        : cluster_(cluster), io_(cluster), options_(options) {}
+    explicit FileSystem(Cluster& cluster, FileSystemOptions options = {});
+    // Without shutdown() the servers keep this client's opens and locks
+    // until its sessions time out, as for a client that crashed.
+    ~FileSystem() = default;
+
+    uint64_t client_id() const { return keeper_.client_id(); }
+    const SessionKeeper& sessions() const { return keeper_; }
+    // Ends this client's sessions on every metadata server it used: its
+    // locks are released and its open files closed there now. The last
+    // call on a FileSystem.
+    awaitable<Status> shutdown();
 
     awaitable<Result<pfs_attr>> stat(std::string_view path);
     awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755);
@@ -49,6 +69,7 @@ public:
     awaitable<Result<pfs_attr>> symlink(std::string_view target, std::string_view path);
     awaitable<Result<std::string>> readlink(std::string_view path);
     awaitable<Result<std::vector<Entry>>> readdir(std::string_view path);
+    awaitable<Result<std::vector<Entry>>> readdir(const pfs_entry_id& dir);
     awaitable<Result<pfs_attr>> setattr(std::string_view path, const pfs_setattr& changes);
     awaitable<Status> truncate(std::string_view path, uint64_t size);
     awaitable<Status> set_xattr(std::string_view path, std::string_view name, std::string_view value,
@@ -61,6 +82,8 @@ public:
     awaitable<Status> set_pattern(std::string_view dir, const pfs_pattern& pattern);
     // The layout of a file (for pfs-ctl entry info).
     awaitable<Result<StripeLayout>> layout(std::string_view path);
+    // The same by entry id (an open for reading and a close: pfs-ctl fsck).
+    awaitable<Result<StripeLayout>> layout(const pfs_entry_id& file);
 
     // O_CREAT, O_EXCL, O_TRUNC are honoured; the rest is the caller's.
     awaitable<Result<OpenFile>> open(std::string_view path, int flags, uint32_t mode = 0644);
@@ -70,6 +93,19 @@ public:
     // Data durable on the storage targets, size known to the metadata server.
     awaitable<Status> fsync(OpenFile& file);
     awaitable<Status> close(OpenFile& file);
+
+    // Advisory locks. kind: PFS_LOCK_FLOCK (whole file; range ignored) or
+    // PFS_LOCK_POSIX; type: PFS_LOCK_READ, _WRITE or _UNLOCK; len 0: to the
+    // end of the file. A conflict is -EAGAIN, or with wait retried with
+    // backoff until granted (F_SETLKW, flock without LOCK_NB). Locks belong
+    // to the open file (like OFD locks) and go with its close.
+    awaitable<Status> lock(OpenFile& file, uint8_t kind, uint8_t type, uint64_t start = 0, uint64_t len = 0,
+                           bool wait = false);
+    awaitable<Status> unlock(OpenFile& file, uint8_t kind, uint64_t start = 0, uint64_t len = 0);
+    // The first lock of another owner that would block this one (F_GETLK);
+    // type PFS_LOCK_UNLOCK when there is none.
+    awaitable<Result<pfs_lock_conflict>> getlk(OpenFile& file, uint8_t kind, uint8_t type, uint64_t start = 0,
+                                               uint64_t len = 0);
 
 private:
     struct Parent {
@@ -89,11 +125,16 @@ private:
     awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Status> report_size(OpenFile& file);
+    // An OPEN or CREATE-and-open reply as an open file of this client.
+    Result<OpenFile> opened(Result<Bytes> body);
+    Result<Bytes> lock_req(const OpenFile& file, uint8_t kind, uint8_t type, uint64_t start, uint64_t len) const;
 
     Cluster& cluster_;
     StripedIo io_;
     FileSystemOptions options_;
     std::unordered_map<std::string, CachedDir> dir_cache_;
+    SessionKeeper keeper_;
+    uint64_t next_owner_ = 1;
 };
 
 }  // namespace pfs::client

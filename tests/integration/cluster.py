@@ -108,11 +108,11 @@ class Cluster:
         wait_for("mgmtd to listen", lambda: socket.create_connection(("127.0.0.1", self.mgmtd_port), 1).close() or True)
         return d
 
-    def start_server(self, kind, alias, targets=(), port=None, secret=None):
+    def start_server(self, kind, alias, targets=(), port=None, secret=None, extra=()):
         port = port or free_port()
         argv = [self.binary("pfs-" + kind), *self.common(secret), "--listen", "127.0.0.1", "--port", str(port),
                 "--mgmtd", f"127.0.0.1:{self.mgmtd_port}", "--alias", alias,
-                "--state-dir", os.path.join(self.dir, alias), "--heartbeat-ms", str(self.heartbeat_ms)]
+                "--state-dir", os.path.join(self.dir, alias), "--heartbeat-ms", str(self.heartbeat_ms), *extra]
         for t in targets:
             os.makedirs(t, exist_ok=True)
             argv += ["--targets", t]

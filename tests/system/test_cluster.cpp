@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,16 +25,26 @@ Process::~Process() {
 }
 
 void Process::start() {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
     std::vector<char*> args;
     for (auto& a : argv_) args.push_back(a.data());
     args.push_back(nullptr);
-    int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) pid_ = -1;
+    const char* log = log_.c_str();
+    const pid_t parent = getpid();
+    // fork, not posix_spawn: the child must ask for SIGKILL when the test
+    // dies (a crash, a timeout's kill -9), so that no daemon outlives it.
+    // Between fork and exec only async-signal-safe calls.
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(127);
+        // The test may have died before prctl took effect: then nobody will send it.
+        if (getppid() != parent) _exit(127);
+        const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+        if (fd > 2) close(fd);
+        execve(args[0], args.data(), environ);
+        _exit(127);
+    }
+    pid_ = pid > 0 ? pid : -1;
 }
 
 void Process::kill(int signo) {
@@ -119,8 +129,10 @@ std::vector<std::string> TestCluster::server_argv(const std::string& kind, const
             "--alias", alias, "--state-dir", (dir_ / alias).string(), "--heartbeat-ms", "200"};
 }
 
-Process& TestCluster::start_meta(const std::string& alias) {
-    auto& p = daemons_[alias] = std::make_unique<Process>(alias, server_argv("meta", alias), dir_ / (alias + ".log"));
+Process& TestCluster::start_meta(const std::string& alias, const std::vector<std::string>& extra) {
+    auto argv = server_argv("meta", alias);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto& p = daemons_[alias] = std::make_unique<Process>(alias, argv, dir_ / (alias + ".log"));
     p->start();
     return *p;
 }

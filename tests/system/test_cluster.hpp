@@ -1,6 +1,8 @@
 // Real PFS daemons for system tests: spawned from the build tree with a
 // temporary directory, a fresh secret and free loopback ports; killed when
-// the test ends.
+// the test ends, and by the kernel when the test process dies (the signal
+// comes when the thread that started them ends: start them from the test's
+// own thread).
 #pragma once
 
 #include <sys/types.h>
@@ -49,7 +51,8 @@ public:
     Process& start_mgmtd();
     // A storage server with `targets` target directories.
     Process& start_storage(const std::string& alias, int targets);
-    Process& start_meta(const std::string& alias);
+    // extra: more command-line options, e.g. {"--session-timeout", "2"}.
+    Process& start_meta(const std::string& alias, const std::vector<std::string>& extra = {});
     Process& daemon(const std::string& alias) { return *daemons_.at(alias); }
 
     Endpoint mgmtd() const { return Endpoint{"127.0.0.1", mgmtd_port_}; }

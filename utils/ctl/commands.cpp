@@ -33,6 +33,12 @@ const std::vector<Command>& all_commands() {
         {"cp", "", "[-r] SRC DST", "copy into or out of PFS: one side is pfs:/PATH (-r: directory trees)",
          {"recursive"}, 2, 2, copy},
         {"cat", "", "PATH", "write a file's contents to stdout", {}, 1, 1, cat},
+        {"stats", "server", "[--interval S] [--by-type]",
+         "requests and MB/s read and written per server (per message type with --by-type)",
+         {"interval", "by-type"}, 0, 0, stats_server},
+        {"fsck", "", "--readonly",
+         "check the namespace against the chunk files: exit 0 clean, 1 problems found, 2 could not check",
+         {"readonly"}, 0, 0, fsck},
     };
     return commands;
 }

@@ -18,6 +18,8 @@ struct Context {
     std::vector<std::string> args;  // the words after NOUN VERB
     bool json = false;
     std::unique_ptr<FsClient> fs_client;
+    // What pfs-ctl exits with after printing the output (fsck: 1 = problems found).
+    int exit_status = 0;
 
     // The file system, connected on first use (fs_views.cpp).
     Result<FsClient*> fs();
@@ -38,7 +40,8 @@ struct Command {
 
 // Options that only some commands take; main() checks them against Command::flags.
 inline constexpr std::string_view kCommandFlags[] = {
-    "type", "state", "space", "id", "parents", "long", "recursive", "chunk-size", "num-targets", "pool"};
+    "type", "state", "space", "id", "parents", "long", "recursive", "chunk-size", "num-targets", "pool",
+    "interval", "by-type", "readonly"};
 
 const std::vector<Command>& all_commands();
 const Command* find_command(std::string_view noun, std::string_view verb);
@@ -68,5 +71,8 @@ Result<std::string> remove_entry(Context& ctx);
 Result<std::string> move_entry(Context& ctx);
 Result<std::string> copy(Context& ctx);
 Result<std::string> cat(Context& ctx);
+// stats_command.cpp, fsck_command.cpp
+Result<std::string> stats_server(Context& ctx);
+Result<std::string> fsck(Context& ctx);
 
 }  // namespace pfs::ctl

@@ -14,6 +14,10 @@ enum Exit : int {
     kExitRefused = 1,      // pfs-mgmtd answered and said no (unknown target, pool exists, ...)
     kExitUsage = 2,        // unknown command or option, bad arguments
     kExitUnreachable = 3,  // no answer: connection, timeout, authentication, auth file
+    // fsck could not check (a server did not answer, or no --readonly):
+    // exits 2 as fsck documents, but is no usage error. main() exits with
+    // the low byte.
+    kExitNotChecked = 0x100 | 2,
 };
 
 inline Error refused(std::string message) { return Error{kExitRefused, std::move(message)}; }

@@ -32,6 +32,55 @@ awaitable<Result<pfs_attr>> getattr(client::Cluster& cluster, pfs_entry_id id) {
     co_return decode(*body, pfs_x_attr);
 }
 
+// Runs start(i) for i in [0, n), FsClient::kStatsInFlight at a time; the
+// results in order.
+template <class T, class Start>
+std::vector<T> for_each_id(asio::io_context& io, size_t n, Start start) {
+    std::vector<T> out;
+    out.reserve(n);
+    pipeline<T>(
+        io, FsClient::kStatsInFlight,
+        [&](size_t i) -> std::optional<awaitable<T>> {
+            if (i >= n) return std::nullopt;
+            return start(i);
+        },
+        [&](size_t, T&& result) {
+            out.push_back(std::move(result));
+            return true;
+        });
+    return out;
+}
+
+awaitable<Result<ChunkPage>> list_chunks(client::Cluster& cluster, pfs_chunk_list req) {
+    auto body = co_await cluster.call_target_ok(req.target_id, PFS_MSG_CHUNK_LIST, encode(pfs_x_chunk_list, req));
+    if (!body) co_return body.error();
+    ChunkPage page;
+    pfs_chunk_page head{};
+    auto st = decode_payload(*body, [&](pfs_xdr* x) {
+        if (pfs_x_chunk_page(x, &head)) return;
+        page.entries.resize(head.count);
+        for (auto& e : page.entries)
+            if (pfs_x_chunk_entry(x, &e)) return;
+    });
+    if (!st) co_return st.error();
+    page.next = head.next;
+    page.eof = head.eof != 0;
+    co_return page;
+}
+
+std::vector<DirEntry> without_dots(std::vector<client::Entry>&& entries) {
+    std::vector<DirEntry> out;
+    for (auto& e : entries)
+        if (e.name != "." && e.name != "..") out.push_back(DirEntry{std::move(e.name), e.id, e.type});
+    return out;
+}
+
+awaitable<Result<std::vector<DirEntry>>> list_dir(FileSystem& fs, pfs_entry_id dir) {
+    auto entries = co_await fs.readdir(dir);
+    if (!entries) co_return entries.error();
+    co_return without_dots(std::move(*entries));
+}
+
 // Only regular files have contents to copy.
 Status check_regular(const pfs_attr& attr, const std::string& path) {
     if ((attr.mode & S_IFMT) == S_IFDIR) return Error{-EISDIR, path + " is a directory"};
@@ -69,28 +118,36 @@ Result<std::unique_ptr<FsClient>> FsClient::connect(const Options& options) {
 Result<pfs_attr> FsClient::stat(const std::string& path) { return impl_->run(impl_->fs->stat(path)); }
 
 std::vector<Result<pfs_attr>> FsClient::stat_all(const std::vector<pfs_entry_id>& ids) {
-    std::vector<Result<pfs_attr>> out;
-    out.reserve(ids.size());
-    pipeline<Result<pfs_attr>>(
-        impl_->io, kStatsInFlight,
-        [&](size_t i) -> std::optional<awaitable<Result<pfs_attr>>> {
-            if (i >= ids.size()) return std::nullopt;
-            return getattr(*impl_->cluster, ids[i]);
-        },
-        [&](size_t, Result<pfs_attr>&& attr) {
-            out.push_back(std::move(attr));
-            return true;
-        });
-    return out;
+    return for_each_id<Result<pfs_attr>>(impl_->io, ids.size(),
+                                         [&](size_t i) { return getattr(*impl_->cluster, ids[i]); });
+}
+
+Result<pfs_entry_id> FsClient::root() {
+    auto node = impl_->cluster->root_meta();
+    if (!node) return node.error();
+    return pfs_entry_id{PFS_ROOT_INO, *node, PFS_ROOT_GENERATION};
+}
+
+std::vector<Result<std::vector<DirEntry>>> FsClient::readdir_all(const std::vector<pfs_entry_id>& dirs) {
+    return for_each_id<Result<std::vector<DirEntry>>>(impl_->io, dirs.size(),
+                                                      [&](size_t i) { return list_dir(*impl_->fs, dirs[i]); });
+}
+
+std::vector<Result<FileLayout>> FsClient::layout_all(const std::vector<pfs_entry_id>& files) {
+    return for_each_id<Result<FileLayout>>(impl_->io, files.size(),
+                                           [&](size_t i) { return impl_->fs->layout(files[i]); });
+}
+
+std::vector<pfs_target_info> FsClient::targets() const { return impl_->cluster->targets(); }
+
+Result<ChunkPage> FsClient::chunk_list(uint32_t target_id, const pfs_chunk_cookie& from, uint32_t max) {
+    return impl_->run(list_chunks(*impl_->cluster, pfs_chunk_list{target_id, from, max}));
 }
 
 Result<std::vector<DirEntry>> FsClient::readdir(const std::string& path) {
     auto entries = impl_->run(impl_->fs->readdir(path));
     if (!entries) return entries.error();
-    std::vector<DirEntry> out;
-    for (auto& e : *entries)
-        if (e.name != "." && e.name != "..") out.push_back(DirEntry{std::move(e.name), e.id, e.type});
-    return out;
+    return without_dots(std::move(*entries));
 }
 
 Result<std::string> FsClient::readlink(const std::string& path) { return impl_->run(impl_->fs->readlink(path)); }

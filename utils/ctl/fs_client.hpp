@@ -30,6 +30,13 @@ struct DirEntry {
 
 using FileLayout = pfs::StripeLayout;
 
+// One page of a storage target's chunk files (CHUNK_LIST).
+struct ChunkPage {
+    std::vector<pfs_chunk_entry> entries;
+    pfs_chunk_cookie next{};
+    bool eof = false;
+};
+
 // The caller's side of a streaming copy. A Source fills the span unless the
 // data ends first and says how many bytes it put there (0: the end); a Sink
 // takes the next bytes. Their errors come back from upload/download as they are.
@@ -65,6 +72,18 @@ public:
     Result<pfs_pattern> get_pattern(const std::string& dir);
     Status set_pattern(const std::string& dir, const pfs_pattern& pattern);
     Result<FileLayout> layout(const std::string& path);
+
+    // By entry id, for walking the whole namespace (fsck), kStatsInFlight
+    // requests at a time; one result each, in order.
+    Result<pfs_entry_id> root();
+    // Without "." and "..".
+    std::vector<Result<std::vector<DirEntry>>> readdir_all(const std::vector<pfs_entry_id>& dirs);
+    // An open for reading and a close each.
+    std::vector<Result<FileLayout>> layout_all(const std::vector<pfs_entry_id>& files);
+    // The storage targets in the map.
+    std::vector<pfs_target_info> targets() const;
+    // Up to max of a target's chunk files from `from` (zeros: the start).
+    Result<ChunkPage> chunk_list(uint32_t target_id, const pfs_chunk_cookie& from, uint32_t max);
 
     // Creates or truncates `path` and fills it from `source`, kPieceSize bytes
     // at a time with up to kPiecesInFlight pieces under way. Returns the size.

@@ -19,13 +19,13 @@ constexpr const char* kSummary =
     "PFS administration: nodes, storage targets, storage pools and free space, as reported by pfs-mgmtd;\n"
     "entries, stripe patterns and copies in and out of the file system.\n"
     "Exit status: 0 done, 1 refused by a server or a file system error (no such file, ...), 2 usage error,\n"
-    "3 a server unreachable or authentication failed.";
+    "3 a server unreachable or authentication failed; fsck: 0 clean, 1 problems found, 2 not checked.";
 
 int fail(const Error& e) {
     std::fprintf(stderr, "pfs-ctl: %s\n", e.message.c_str());
     if (e.code == kExitUsage && e.message.find("usage: ") == std::string::npos)
         std::fputs("Try 'pfs-ctl help' for the list of commands.\n", stderr);
-    return e.code;
+    return e.code & 0xff;
 }
 
 void declare_options(Options& options) {
@@ -43,6 +43,9 @@ void declare_options(Options& options) {
          "entry set: chunk size for new files (512K, 1M, 4M: a power of two, 64K..1G)")
         ("num-targets", po::value<std::string>()->value_name("N"), "entry set: targets per new file")
         ("pool", po::value<std::string>()->value_name("POOL"), "entry set: storage pool (id or name) for new files")
+        ("interval", po::value<std::string>()->value_name("S"), "stats server: seconds between the samples (default 1)")
+        ("by-type", po::bool_switch(), "stats server: a row per message type")
+        ("readonly", po::bool_switch(), "fsck: only check (repair is not implemented)")
         ("command", po::value<std::vector<std::string>>()->value_name("WORDS"),
          "the command: NOUN VERB [ARGS] (listed below)");
     options.positional("command", -1);
@@ -112,7 +115,8 @@ int run(int argc, char** argv) {
     auto output = (*cmd)->run(ctx);
     if (!output) return fail(output.error());
     std::fputs(output->c_str(), stdout);
-    return std::fflush(stdout) == 0 ? kExitOk : kExitRefused;
+    if (std::fflush(stdout) != 0) return kExitRefused;
+    return ctx.exit_status;
 }
 
 }  // namespace

@@ -1,0 +1,206 @@
+// pfs-ctl fsck --readonly against real daemons: a file system with empty,
+// small, multi-chunk, sparse, hard-linked and unlinked-but-open files is
+// clean; chunk files planted behind the servers' backs are reported, each
+// exactly once and nothing else; an unreachable storage server makes the
+// check fail rather than pass.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "chunk_store.hpp"
+#include "filesystem.hpp"
+#include "test_cluster.hpp"
+
+using namespace pfs;
+using namespace pfs::client;
+using pfs::test::TestCluster;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+namespace {
+
+awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
+    asio::steady_timer t(io, d);
+    co_await t.async_wait(asio::use_awaitable);
+}
+
+struct CtlRun {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs pfs-ctl from the build tree against the test cluster.
+CtlRun ctl(const TestCluster& tc, const std::string& args) {
+    const auto err_path = tc.dir() / "ctl.stderr";
+    const std::string cmd = std::string(PFS_BIN_DIR) + "/utils/ctl/pfs-ctl --config /dev/null --timeout-ms 3000" +
+                            " --mgmtd " + tc.mgmtd().str() + " --auth-file " + (tc.dir() / "auth.secret").string() +
+                            " " + args + " 2>" + err_path.string();
+    CtlRun r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int rc = ::pclose(p);
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    std::ifstream err(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+    return r;
+}
+
+json fsck_json(const TestCluster& tc, int expect_status) {
+    auto r = ctl(tc, "fsck --readonly --json");
+    INFO(r.out << r.err);
+    REQUIRE(r.status == expect_status);
+    return json::parse(r.out);
+}
+
+awaitable<Status> write_file(FileSystem& fs, const std::string& path, uint64_t offset, size_t length) {
+    auto f = co_await fs.open(path, O_CREAT | O_WRONLY);
+    if (!f) co_return f.error();
+    Bytes data(length, 0x5a);
+    Status st = ok_status();
+    if (length > 0) st = co_await fs.write(*f, offset, data);
+    auto closed = co_await fs.close(*f);
+    co_return st ? closed : st;
+}
+
+std::string id_key(const json& id) {
+    return std::to_string(id["ino"].get<uint64_t>()) + ":" + std::to_string(id["owner_node"].get<uint32_t>()) + ":" +
+           std::to_string(id["generation"].get<uint32_t>());
+}
+
+std::string id_key(const pfs_entry_id& id) {
+    return std::to_string(id.ino) + ":" + std::to_string(id.owner_node) + ":" + std::to_string(id.generation);
+}
+
+// Puts a chunk file where the target's ChunkStore keeps id's chunk.
+std::filesystem::path plant(const std::filesystem::path& target_dir, const pfs_entry_id& id, size_t size) {
+    const auto path = target_dir / ChunkStore::chunk_path(id);
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << std::string(size, 'x');
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("fsck: clean file system, planted orphan chunks, unreachable server", "[system][fsck]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    tc.start_storage("s1", 2);
+    tc.start_storage("s2", 1);
+    asio::io_context io;
+    ClientConfig cfg;
+    cfg.request_timeout = 3s;
+    cfg.connect_timeout = 1s;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+    FileSystem fs(cluster, FileSystemOptions{0ms});
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        Result<pfs_attr> ready = Error{};
+        for (int i = 0; i < 300 && !ready; ++i) {
+            (void)co_await cluster.start();
+            if (cluster.targets().size() == 3) ready = co_await fs.mkdir("/fsck");
+            if (!ready) co_await pause(io, 50ms);
+        }
+        REQUIRE_OK(ready);
+        std::map<uint32_t, std::filesystem::path> target_dirs;
+        for (const auto& t : cluster.targets()) target_dirs[t.target_id] = std::string(t.path);
+
+        // Every kind of file that has fewer chunk files than targets, or none.
+        REQUIRE_OK(co_await fs.set_pattern("/fsck", pfs_pattern{64u << 10, 3, PFS_DEFAULT_POOL_ID}));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/empty", 0, 0));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/small", 0, 100));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/big", 0, (1u << 20) + 5));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/sparse", (5u << 20) + 3, 1));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/hole", 0, 0));
+        REQUIRE_OK(co_await fs.truncate("/fsck/hole", 10u << 20));
+        REQUIRE_OK(co_await fs.mkdir("/fsck/a"));
+        REQUIRE_OK(co_await fs.mkdir("/fsck/a/b"));
+        REQUIRE_OK(co_await fs.mkdir("/fsck/a/b/c"));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/a/b/c/deep", 70000, 70000));
+        REQUIRE_OK(co_await fs.symlink("big", "/fsck/link"));
+        REQUIRE_OK(co_await fs.link("/fsck/big", "/fsck/big2"));
+        REQUIRE_OK(co_await fs.mkdir("/fsck/single"));
+        REQUIRE_OK(co_await fs.set_pattern("/fsck/single", pfs_pattern{64u << 10, 1, PFS_DEFAULT_POOL_ID}));
+        REQUIRE_OK(co_await write_file(fs, "/fsck/single/one", 0, 10));
+        // Unlinked while open: its chunks stay until the close, and are no orphans.
+        auto ghost = co_await fs.open("/fsck/ghost", O_CREAT | O_RDWR);
+        REQUIRE_OK(ghost);
+        REQUIRE_OK(co_await fs.write(*ghost, 0, Bytes(200000, 7)));
+        REQUIRE_OK(co_await fs.unlink("/fsck/ghost"));
+
+        json clean = fsck_json(tc, 0);
+        CHECK(clean["clean"] == true);
+        CHECK(clean["problems"].empty());
+        CHECK(clean["directories"] == 6);  // /, fsck, a, b, c, single
+        CHECK(clean["files"] == 8);        // big2 is big once more
+        CHECK(clean["other_entries"] == 1);
+        CHECK(clean["targets"] == 3);
+        CHECK(clean["chunks"].get<int>() >= 8);
+        auto text = ctl(tc, "fsck --readonly");
+        CHECK(text.status == 0);
+        CHECK(text.out.find("no problems found") != std::string::npos);
+
+        // Planted: a chunk of an entry that never was, and a chunk of a
+        // one-target file on a target its layout does not name.
+        auto root = co_await fs.stat("/");
+        REQUIRE_OK(root);
+        const pfs_entry_id nobody{0xdead0001, root->id.owner_node, 7};
+        const uint32_t first_target = target_dirs.begin()->first;
+        auto nobody_chunk = plant(target_dirs[first_target], nobody, 4096);
+        auto one = co_await fs.stat("/fsck/single/one");
+        REQUIRE_OK(one);
+        auto layout = co_await fs.layout("/fsck/single/one");
+        REQUIRE_OK(layout);
+        REQUIRE(layout->targets.size() == 1);
+        uint32_t elsewhere = 0;
+        for (const auto& [id, dir] : target_dirs)
+            if (id != layout->targets[0]) elsewhere = id;
+        auto misplaced_chunk = plant(target_dirs[elsewhere], one->id, 10);
+
+        for (int round = 0; round < 2; ++round) {
+            // The second time after the ghost's close removed its chunks.
+            json found = fsck_json(tc, 1);
+            CHECK(found["clean"] == false);
+            std::map<std::string, json> by_entry;
+            for (const auto& p : found["problems"]) by_entry[id_key(p["entry_id"])] = p;
+            REQUIRE(found["problems"].size() == 2);
+            REQUIRE(by_entry.count(id_key(nobody)) == 1);
+            REQUIRE(by_entry.count(id_key(one->id)) == 1);
+            CHECK(by_entry[id_key(nobody)]["kind"] == "orphan_chunk");
+            CHECK(by_entry[id_key(nobody)]["target_id"] == first_target);
+            CHECK(by_entry[id_key(nobody)]["size"] == 4096);
+            CHECK(by_entry[id_key(one->id)]["kind"] == "orphan_chunk");
+            CHECK(by_entry[id_key(one->id)]["target_id"] == elsewhere);
+            CHECK(by_entry[id_key(one->id)]["size"] == 10);
+            if (round == 0) REQUIRE_OK(co_await fs.close(*ghost));
+        }
+        auto listed = ctl(tc, "fsck --readonly");
+        CHECK(listed.status == 1);
+        CHECK(listed.out.find("orphan chunk: " + id_key(nobody)) != std::string::npos);
+        CHECK(listed.out.find("2 problems found") != std::string::npos);
+
+        std::filesystem::remove(nobody_chunk);
+        std::filesystem::remove(misplaced_chunk);
+        CHECK(fsck_json(tc, 0)["clean"] == true);
+
+        // Repair is not there, and no check passes without every target.
+        auto no_readonly = ctl(tc, "fsck");
+        CHECK(no_readonly.status == 2);
+        CHECK(no_readonly.err.find("repair is not implemented") != std::string::npos);
+        tc.daemon("s2").kill(SIGKILL);
+        auto unreachable = ctl(tc, "fsck --readonly");
+        CHECK(unreachable.status == 2);
+        CHECK(unreachable.err.find("cannot list the chunks of target") != std::string::npos);
+        cluster.close();
+    });
+    INFO(tc.logs().substr(0, 20000));
+    REQUIRE(ok);
+}
