@@ -35,6 +35,8 @@ public:
     // reaches the peer before the connection is dropped).
     void close_when_sent();
     bool is_open() const { return socket_.is_open(); }
+    // Bytes queued and not yet written: the peer's backlog.
+    size_t queued_bytes() const { return queued_bytes_; }
     const std::string& peer() const { return peer_; }
     // The peer's IP address alone.
     const std::string& peer_address() const { return peer_address_; }

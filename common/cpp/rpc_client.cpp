@@ -227,6 +227,10 @@ awaitable<Result<Reply>> ClientPool::call(uint16_t type, Bytes payload, std::chr
     co_return co_await client->call(type, std::move(payload), timeout);
 }
 
+void ClientPool::on_notify(const std::function<void(const Frame&)>& fn) {
+    for (auto& c : clients_) c->on_notify(fn);
+}
+
 void ClientPool::close() {
     for (auto& c : clients_) c->close();
 }

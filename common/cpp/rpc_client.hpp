@@ -99,6 +99,8 @@ public:
     // Held by the caller for the duration of a call: the pool may go away.
     std::shared_ptr<RpcClient> pick();
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
+    // Unsolicited frames from the peer, on any connection of the pool.
+    void on_notify(const std::function<void(const Frame&)>& fn);
     void close();
 
 private:

@@ -132,9 +132,17 @@ ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
     auto& pool = pools_[node_id];
     if (!pool) {
         pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_);
+        pool->on_notify([this](const Frame& f) { deliver(f); });
         pool_endpoints_[node_id] = ep;
     }
     return *pool;
+}
+
+void Cluster::deliver(const Frame& frame) {
+    if (frame.header.type != PFS_MSG_INVALIDATE) return;
+    auto it = notices_.find(frame.header.client_id);
+    if (it == notices_.end()) return;
+    if (auto notice = decode(frame.payload, pfs_x_invalidate)) it->second(*notice);
 }
 
 Result<uint32_t> Cluster::root_meta() const {

@@ -44,6 +44,11 @@ public:
     uint64_t map_version() const { return map_version_; }
     uint64_t refreshes() const { return refreshes_; }
     asio::any_io_executor executor() const { return ex_; }
+    // INVALIDATE notices from the metadata servers for one client id (the
+    // server names the client in the notice's header).
+    using NoticeFn = std::function<void(const pfs_invalidate&)>;
+    void on_notice(uint64_t client_id, NoticeFn fn) { notices_[client_id] = std::move(fn); }
+    void drop_notices(uint64_t client_id) { notices_.erase(client_id); }
     // close() ends what users of the cluster keep running (session renewals).
     void on_close(std::function<void()> fn) { on_close_.push_back(std::move(fn)); }
     void close();
@@ -59,12 +64,14 @@ private:
     size_t connections_per_server_;
     std::shared_ptr<RpcClient> mgmtd_;
     ClientPool& pool_for(uint32_t node_id, const Endpoint& ep);
+    void deliver(const Frame& frame);
 
     std::map<uint32_t, TargetRoute> routes_;
     std::map<uint32_t, Endpoint> meta_nodes_;
     std::vector<pfs_target_info> targets_;
     std::function<void()> on_refresh_;
     std::vector<std::function<void()>> on_close_;
+    std::map<uint64_t, NoticeFn> notices_;
     std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
     std::map<uint32_t, Endpoint> pool_endpoints_;
     uint64_t map_version_ = 0;

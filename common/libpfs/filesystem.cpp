@@ -69,7 +69,20 @@ uint64_t new_client_id() {
 
 FileSystem::FileSystem(Cluster& cluster, FileSystemOptions options)
     : cluster_(cluster), io_(cluster), options_(options),
-      keeper_(cluster, new_client_id(), options.session_renew_max) {}
+      keeper_(cluster, new_client_id(), options.session_renew_max) {
+    cluster_.on_notice(keeper_.client_id(), [this](const pfs_invalidate& n) { invalidate(n); });
+}
+
+FileSystem::~FileSystem() { cluster_.drop_notices(keeper_.client_id()); }
+
+void FileSystem::invalidate(const pfs_invalidate& notice) {
+    auto named = [&](const pfs_entry_id& id) {
+        return std::any_of(notice.ids, notice.ids + notice.count, [&](const pfs_entry_id& n) {
+            return n.ino == id.ino && n.owner_node == id.owner_node && n.generation == id.generation;
+        });
+    };
+    std::erase_if(dir_cache_, [&](const auto& kv) { return named(kv.second.parent) || named(kv.second.id); });
+}
 
 awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
     keeper_.used(owner.owner_node);
@@ -125,7 +138,7 @@ awaitable<Result<pfs_attr>> FileSystem::walk(std::string_view path, bool use_cac
         attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, parts[i]));
         if (!attr) break;
         if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0)
-            dir_cache_[cache_key(at, parts[i])] = CachedDir{attr->id, now + options_.dir_cache_ttl};
+            dir_cache_[cache_key(at, parts[i])] = CachedDir{at, attr->id, now + options_.dir_cache_ttl};
         at = attr->id;
     }
     co_return attr;

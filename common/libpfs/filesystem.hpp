@@ -37,7 +37,8 @@ struct OpenFile {
 struct FileSystemOptions {
     // How long a directory found on a path is trusted without asking the
     // metadata server again (0: always ask). Renames and rmdirs by this
-    // client drop the cache; other clients' changes show within this time.
+    // client drop the cache; other clients' changes show when the server's
+    // notice arrives, and within this time when notices are lost.
     std::chrono::milliseconds dir_cache_ttl{1000};
     // Session renewals are at most this far apart (a third of the servers'
     // session-timeout when they say less).
@@ -51,7 +52,9 @@ public:
     explicit FileSystem(Cluster& cluster, FileSystemOptions options = {});
     // Without shutdown() the servers keep this client's opens and locks
     // until its sessions time out, as for a client that crashed.
-    ~FileSystem() = default;
+    ~FileSystem();
+    FileSystem(const FileSystem&) = delete;
+    FileSystem& operator=(const FileSystem&) = delete;
 
     uint64_t client_id() const { return keeper_.client_id(); }
     const SessionKeeper& sessions() const { return keeper_; }
@@ -117,10 +120,13 @@ private:
     awaitable<Result<pfs_attr>> resolve(std::string_view path);
     awaitable<Result<pfs_attr>> walk(std::string_view path, bool use_cache);
     struct CachedDir {
+        pfs_entry_id parent{};
         pfs_entry_id id{};
         std::chrono::steady_clock::time_point expires;
     };
     static std::string cache_key(const pfs_entry_id& dir, std::string_view name);
+    // An INVALIDATE notice: cached names in or of the entries go.
+    void invalidate(const pfs_invalidate& notice);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
     awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);

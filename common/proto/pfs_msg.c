@@ -460,6 +460,20 @@ int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m)
 	return pfs_x_u32(x, &m->timeout_ms);
 }
 
+int pfs_x_invalidate(struct pfs_xdr *x, struct pfs_invalidate *m)
+{
+	__u32 i;
+
+	if (pfs_x_count(x, &m->count, PFS_INVALIDATE_MAX, 16))
+		return x->err;
+	if (pfs_xdr_decoding(x) && m->count == 0)
+		return x->err = -EBADMSG;
+	for (i = 0; i < m->count; i++)
+		if (pfs_x_entry_id(x, &m->ids[i]))
+			return x->err;
+	return x->err;
+}
+
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m)
 {
 	pfs_x_entry_id(x, &m->file);
@@ -668,6 +682,8 @@ const char *pfs_msg_name(__u16 type)
 		return "SESSION_RENEW";
 	case PFS_MSG_SESSION_END:
 		return "SESSION_END";
+	case PFS_MSG_INVALIDATE:
+		return "INVALIDATE";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:

@@ -94,6 +94,7 @@ enum pfs_msg_type {
 	PFS_MSG_GETLK = 222,		/* pfs_lock_req -> pfs_lock_conflict */
 	PFS_MSG_SESSION_RENEW = 223,	/* empty -> pfs_session */
 	PFS_MSG_SESSION_END = 224,	/* empty */
+	PFS_MSG_INVALIDATE = 225,	/* notify: pfs_invalidate */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -561,6 +562,23 @@ struct pfs_session {
 	__u32 timeout_ms;
 };
 
+/*
+ * INVALIDATE (metadata server -> client, PFS_FLAG_NOTIFY, header.client_id
+ * = the client told): entries whose attributes changed, and directories
+ * whose names changed, by another client's request. A client is told about an entry it was answered about
+ * (LOOKUP, GETATTR, CREATE, OPEN, READDIR of a directory) once: after the
+ * notice it must ask again to hear of the next change. The notice is a
+ * hint that shortens the attribute and dentry cache lifetimes; the TTL
+ * still bounds staleness when notices are dropped (a server that tracks
+ * too many entries forgets some; a notice to a busy connection is lost).
+ */
+#define PFS_INVALIDATE_MAX	4	/* ids in one notice */
+
+struct pfs_invalidate {
+	__u32 count;
+	struct pfs_entry_id ids[PFS_INVALIDATE_MAX];
+};
+
 /* A file's chunk file on one storage target. */
 struct pfs_chunk_ref {
 	struct pfs_entry_id file;
@@ -673,6 +691,7 @@ int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
 int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m);
 int pfs_x_lock_conflict(struct pfs_xdr *x, struct pfs_lock_conflict *m);
 int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m);
+int pfs_x_invalidate(struct pfs_xdr *x, struct pfs_invalidate *m);
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m);
 int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
 int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);

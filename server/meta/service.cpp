@@ -47,6 +47,7 @@ void Service::install() {
             if (uint64_t client = req.frame.header.client_id) {
                 auto st = sessions_.touch(client, Sessions::Clock::now());
                 if (!st) co_return Reply::from(st.error());
+                notice_conns_[client] = req.conn;
             }
             if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
             co_return co_await (this->*method)(req);
@@ -93,8 +94,11 @@ awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> f
     co_return std::move(*reply);
 }
 
-awaitable<Reply> Service::attr_reply(Result<Attr> attr) {
+awaitable<Reply> Service::added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr) {
     if (!attr) co_return Reply::from(attr.error());
+    const pfs_entry_id ids[] = {dir, attr->id};
+    changed(req, ids);
+    watched(req, attr->id);
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
 }
 
@@ -123,14 +127,20 @@ awaitable<Reply> Service::on_lookup(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_LOOKUP);
     auto attr = ns_->lookup(m->dir, m->name);
-    co_return attr ? Reply::ok(*encode(pfs_x_attr, to_wire(*attr))) : Reply::from(attr.error());
+    // A negative answer is cached too: the directory is watched either way.
+    watched(req, m->dir);
+    if (!attr) co_return Reply::from(attr.error());
+    watched(req, attr->id);
+    co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 
 awaitable<Reply> Service::on_getattr(Request& req) {
     auto m = body(req, pfs_x_entry_id);
     if (!m) co_return malformed(PFS_MSG_GETATTR);
     auto attr = ns_->getattr(*m);
-    co_return attr ? Reply::ok(*encode(pfs_x_attr, to_wire(*attr))) : Reply::from(attr.error());
+    if (!attr) co_return Reply::from(attr.error());
+    watched(req, attr->id);
+    co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 
 awaitable<Reply> Service::on_create(Request& req) {
@@ -140,6 +150,11 @@ awaitable<Reply> Service::on_create(Request& req) {
     auto created = ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
                                (m->flags & PFS_CREATE_EXCL) != 0);
     if (!created) co_return Reply::from(created.error());
+    if (created->created) {
+        const pfs_entry_id ids[] = {m->dir, created->attr.id};
+        changed(req, ids);
+    }
+    watched(req, created->attr.id);
     if (m->flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
@@ -149,7 +164,7 @@ awaitable<Reply> Service::on_create(Request& req) {
 awaitable<Reply> Service::on_mkdir(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_MKDIR);
-    co_return co_await attr_reply(
+    co_return co_await added_reply(req, m->dir,
         ns_->mkdir(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now()));
 }
 
@@ -157,7 +172,7 @@ awaitable<Reply> Service::on_symlink(Request& req) {
     auto m = std::make_unique<pfs_symlink>();
     if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); }))
         co_return malformed(PFS_MSG_SYMLINK);
-    co_return co_await attr_reply(
+    co_return co_await added_reply(req, m->dir,
         ns_->symlink(m->dir, m->name, m->target, req.frame.header.uid, req.frame.header.gid, now()));
 }
 
@@ -174,7 +189,7 @@ awaitable<Reply> Service::on_readlink(Request& req) {
 awaitable<Reply> Service::on_link(Request& req) {
     auto m = body(req, pfs_x_link);
     if (!m) co_return malformed(PFS_MSG_LINK);
-    co_return co_await attr_reply(ns_->link(m->id, m->dir, m->name, now()));
+    co_return co_await added_reply(req, m->dir, ns_->link(m->id, m->dir, m->name, now()));
 }
 
 awaitable<Reply> Service::on_unlink(Request& req) {
@@ -182,6 +197,8 @@ awaitable<Reply> Service::on_unlink(Request& req) {
     if (!m) co_return malformed(PFS_MSG_UNLINK);
     auto out = ns_->unlink(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
+    const pfs_entry_id ids[] = {m->dir, out->attr.id};
+    changed(req, ids);
     co_return co_await finish(Reply::ok(), out->freed);
 }
 
@@ -190,6 +207,8 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
     if (!m) co_return malformed(PFS_MSG_RMDIR);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
+    const pfs_entry_id ids[] = {m->dir, out->attr.id};
+    changed(req, ids);
     co_return co_await finish(Reply::ok());
 }
 
@@ -199,6 +218,10 @@ awaitable<Reply> Service::on_rename(Request& req) {
         co_return malformed(PFS_MSG_RENAME);
     auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
     if (!out) co_return Reply::from(out.error());
+    pfs_entry_id ids[4] = {m->src_dir, m->dst_dir, out->attr.id};
+    size_t n = 3;
+    if (out->replaced) ids[n++] = *out->replaced;
+    changed(req, std::span<const pfs_entry_id>(ids, n));
     co_return co_await finish(Reply::ok(), out->freed);
 }
 
@@ -228,6 +251,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     }
     auto out = ns_->setattr(m->id, changes, now());
     if (!out) co_return Reply::from(out.error());
+    changed(req, std::span<const pfs_entry_id>(&m->id, 1));
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
@@ -236,6 +260,7 @@ awaitable<Reply> Service::on_readdir(Request& req) {
     if (!m) co_return malformed(PFS_MSG_READDIR);
     auto page = ns_->readdir(m->dir, m->cookie, m->max_entries);
     if (!page) co_return Reply::from(page.error());
+    watched(req, m->dir);
     pfs_dir_page head{page->next_cookie, static_cast<uint8_t>(page->eof ? 1 : 0),
                       static_cast<uint32_t>(page->entries.size())};
     auto out = encode_payload([&](pfs_xdr* x) {
@@ -254,6 +279,7 @@ awaitable<Reply> Service::on_open(Request& req) {
     if (!m) co_return malformed(PFS_MSG_OPEN);
     auto attr = ns_->getattr(m->id);
     if (!attr) co_return Reply::from(attr.error());
+    watched(req, m->id);
     auto reply = attr_and_layout(*attr, ns_->layout(m->id));
     if (!reply) co_return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.
@@ -285,7 +311,9 @@ awaitable<Reply> Service::on_setxattr(Request& req) {
     if (pfs_x_xattr_req(&x, &m) || payload.size() - x.pos > PFS_XATTR_VALUE_MAX)
         co_return malformed(PFS_MSG_SETXATTR);
     std::string value(payload.begin() + x.pos, payload.end());
-    co_return co_await finish(ok_empty(ns_->set_xattr(m.id, m.name, value, m.flags, now())));
+    auto st = ns_->set_xattr(m.id, m.name, value, m.flags, now());
+    if (st) changed(req, std::span<const pfs_entry_id>(&m.id, 1));
+    co_return co_await finish(ok_empty(st));
 }
 
 awaitable<Reply> Service::on_listxattr(Request& req) {
@@ -304,7 +332,9 @@ awaitable<Reply> Service::on_listxattr(Request& req) {
 awaitable<Reply> Service::on_removexattr(Request& req) {
     auto m = body(req, pfs_x_xattr_req);
     if (!m) co_return malformed(PFS_MSG_REMOVEXATTR);
-    co_return co_await finish(ok_empty(ns_->remove_xattr(m->id, m->name, now())));
+    auto st = ns_->remove_xattr(m->id, m->name, now());
+    if (st) changed(req, std::span<const pfs_entry_id>(&m->id, 1));
+    co_return co_await finish(ok_empty(st));
 }
 
 awaitable<Reply> Service::on_statfs(Request& req) {

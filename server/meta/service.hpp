@@ -6,7 +6,10 @@
 
 #include <functional>
 #include <memory>
+#include <span>
+#include <unordered_map>
 
+#include "callbacks.hpp"
 #include "cluster.hpp"
 #include "lock_table.hpp"
 #include "namespace.hpp"
@@ -72,9 +75,17 @@ private:
     // Releases an ended session's locks and closes its opens.
     awaitable<void> end_session(const EndedSession& ended, const char* why);
 
+    // Cache coherence (callbacks.hpp): the requesting client was answered
+    // about id; ids changed on behalf of the requesting client, so the
+    // other clients that cache them are told (PFS_MSG_INVALIDATE).
+    void watched(const Request& req, const pfs_entry_id& id);
+    void changed(const Request& req, std::span<const pfs_entry_id> ids);
+
     // Durable, then the reply; freed chunks go after the reply is settled.
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
-    awaitable<Reply> attr_reply(Result<Attr> attr);
+    // A name added to dir (mkdir, symlink, link): others are told, the
+    // requester watches the entry.
+    awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);
     void delete_chunks(FreedFile freed);
 
     asio::any_io_executor ex_;
@@ -86,6 +97,9 @@ private:
     Durable durable_;
     Sessions sessions_;
     LockTable locks_;
+    Callbacks callbacks_;
+    // Where each client's notices go: the connection of its latest request.
+    std::unordered_map<uint64_t, std::weak_ptr<Connection>> notice_conns_;
 };
 
 }  // namespace pfs::meta

@@ -87,6 +87,7 @@ awaitable<Reply> Service::on_session_end(Request& req) {
 }
 
 awaitable<void> Service::end_session(const EndedSession& ended, const char* why) {
+    notice_conns_.erase(ended.client);
     size_t locks = locks_.release_client(ended.client);
     std::vector<FreedFile> freed;
     size_t closed = 0;

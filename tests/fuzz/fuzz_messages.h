@@ -77,6 +77,7 @@ FUZZ_WRAP(chunk_written)
 FUZZ_WRAP(lock_req)
 FUZZ_WRAP(lock_conflict)
 FUZZ_WRAP(session)
+FUZZ_WRAP(invalidate)
 FUZZ_WRAP(stats)
 FUZZ_WRAP(msg_stats)
 FUZZ_WRAP(chunk_list)
@@ -170,6 +171,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(lock_req),
 	FUZZ_BODY(lock_conflict),
 	FUZZ_BODY(session),
+	FUZZ_BODY(invalidate),
 	/* GET_STATS reply: the totals with the count, then one per type */
 	{ "stats", sizeof(struct pfs_stats), fuzz_x_stats,
 	  sizeof(struct pfs_msg_stats), fuzz_x_msg_stats,

@@ -295,6 +295,9 @@ int main(int argc, char **argv)
 		SEED(lock_conflict, "1", &lc);
 		SEED(lock_conflict, "none", &none);
 		SEED(session, "1", &se);
+		struct pfs_invalidate inv = { 2, { { 2, 1, 0 }, { 77, 1, 3 } } };
+
+		SEED(invalidate, "2", &inv);
 	}
 	{
 		struct pfs_stats st = { 3, PFS_NODE_STORAGE, 123456789, 2 };

@@ -10,11 +10,14 @@
 #include <random>
 
 #include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+using pfs::test::pause;
+using pfs::test::wait_ready;
 using namespace std::chrono_literals;
 
 namespace {
@@ -35,22 +38,6 @@ size_t chunk_files(const std::filesystem::path& dir) {
     return n;
 }
 
-awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
-    asio::steady_timer t(io, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
-
-// Until the metadata server answers (it needs the storage map first).
-awaitable<bool> wait_ready(asio::io_context& io, Cluster& cluster, FileSystem& fs) {
-    for (int i = 0; i < 300; ++i) {
-        (void)co_await cluster.start();
-        auto st = co_await fs.statfs();
-        if (st && cluster.targets().size() == 4) co_return true;
-        co_await pause(io, 50ms);
-    }
-    co_return false;
-}
-
 Bytes write_file(size_t size, uint64_t seed) { return random_bytes(size, seed); }
 
 }  // namespace
@@ -68,7 +55,7 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
     FileSystem fs(cluster);
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        bool ready = co_await wait_ready(io, cluster, fs);
+        bool ready = co_await wait_ready(io, cluster, fs, 4);
         REQUIRE(ready);
 
         // Directories and files.

@@ -13,20 +13,17 @@
 
 #include "chunk_store.hpp"
 #include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+using pfs::test::pause;
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 namespace {
-
-awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
-    asio::steady_timer t(io, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 struct CtlRun {
     int status = -1;

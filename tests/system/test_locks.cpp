@@ -7,45 +7,21 @@
 #include <catch2/catch.hpp>
 
 #include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+using pfs::test::pause;
+using pfs::test::eventually;
+using pfs::test::wait_ready;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr uint8_t kFlock = PFS_LOCK_FLOCK;
 constexpr uint8_t kPosix = PFS_LOCK_POSIX;
-
-awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
-    asio::steady_timer t(io, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
-
-// Until the metadata server answers (it needs the storage map first).
-awaitable<bool> wait_ready(asio::io_context& io, Cluster& cluster, FileSystem& fs, size_t targets) {
-    for (int i = 0; i < 300; ++i) {
-        (void)co_await cluster.start();
-        auto st = co_await fs.statfs();
-        if (st && cluster.targets().size() == targets) co_return true;
-        co_await pause(io, 50ms);
-    }
-    co_return false;
-}
-
-// Polls an awaitable condition every 20 ms until true or the deadline.
-template <class F>
-awaitable<bool> eventually(asio::io_context& io, std::chrono::milliseconds timeout, F&& pred) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        bool done = co_await pred();
-        if (done) co_return true;
-        if (std::chrono::steady_clock::now() > deadline) co_return false;
-        co_await pause(io, 20ms);
-    }
-}
 
 // Bytes the file's chunks take on its storage targets (0 once deleted).
 awaitable<uint64_t> chunk_bytes(Cluster& cluster, const OpenFile& file) {

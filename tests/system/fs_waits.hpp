@@ -1,0 +1,41 @@
+// Waiting in system tests that drive libpfs: timers and polls on the test's
+// io_context, each bounded (tests must not hang on a broken server).
+#pragma once
+
+#include <chrono>
+
+#include "filesystem.hpp"
+
+namespace pfs::test {
+
+inline awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
+    asio::steady_timer t(io, d);
+    co_await t.async_wait(asio::use_awaitable);
+}
+
+// Until the metadata server answers and the map shows `targets` targets
+// (pfs-meta needs the storage map first); false after 15 s.
+inline awaitable<bool> wait_ready(asio::io_context& io, client::Cluster& cluster, client::FileSystem& fs,
+                                  size_t targets) {
+    for (int i = 0; i < 300; ++i) {
+        (void)co_await cluster.start();
+        auto st = co_await fs.statfs();
+        if (st && cluster.targets().size() == targets) co_return true;
+        co_await pause(io, std::chrono::milliseconds(50));
+    }
+    co_return false;
+}
+
+// Polls an awaitable condition every 20 ms until true or the deadline.
+template <class F>
+awaitable<bool> eventually(asio::io_context& io, std::chrono::milliseconds timeout, F&& pred) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        bool done = co_await pred();
+        if (done) co_return true;
+        if (std::chrono::steady_clock::now() > deadline) co_return false;
+        co_await pause(io, std::chrono::milliseconds(20));
+    }
+}
+
+}  // namespace pfs::test

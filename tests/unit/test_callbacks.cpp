@@ -1,0 +1,80 @@
+// pfs-meta's callback table (which clients to tell when an entry changes)
+// and the wire form of the INVALIDATE notice.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "callbacks.hpp"
+#include "wire.hpp"
+
+using namespace pfs;
+using namespace pfs::meta;
+
+namespace {
+
+const pfs_entry_id kDir{1, 1, 0};
+const pfs_entry_id kFile{77, 1, 3};
+
+std::vector<uint64_t> sorted(std::vector<uint64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("a change is told to every other client that watched the entry, once", "[callbacks]") {
+    Callbacks cb;
+    cb.watch(10, kFile);
+    cb.watch(11, kFile);
+    cb.watch(11, kFile);  // twice: still one notice
+    cb.watch(12, kDir);
+    CHECK(cb.size() == 3);
+
+    CHECK(sorted(cb.changed(kFile, 12)) == std::vector<uint64_t>{10, 11});
+    // Told once: the next change needs a new answer first.
+    CHECK(cb.changed(kFile, 12).empty());
+    cb.watch(10, kFile);
+    CHECK(cb.changed(kFile, 0) == std::vector<uint64_t>{10});
+    // Other entries are not affected.
+    CHECK(cb.changed(kDir, 0) == std::vector<uint64_t>{12});
+    CHECK(cb.size() == 0);
+}
+
+TEST_CASE("the client that made a change is not told and keeps its watch", "[callbacks]") {
+    Callbacks cb;
+    cb.watch(10, kFile);
+    cb.watch(11, kFile);
+    CHECK(cb.changed(kFile, 10) == std::vector<uint64_t>{11});
+    CHECK(cb.size() == 1);
+    CHECK(cb.changed(kFile, 11) == std::vector<uint64_t>{10});
+    // Client 0 (no session) is never recorded.
+    cb.watch(0, kDir);
+    CHECK(cb.size() == 0);
+}
+
+TEST_CASE("a full callback table forgets everything rather than grow", "[callbacks]") {
+    Callbacks cb(4);
+    for (uint64_t ino = 1; ino <= 4; ++ino) cb.watch(5, pfs_entry_id{ino, 1, 0});
+    CHECK(cb.size() == 4);
+    cb.watch(6, kFile);
+    CHECK(cb.size() == 1);
+    CHECK(cb.changed(pfs_entry_id{1, 1, 0}, 0).empty());
+    CHECK(cb.changed(kFile, 0) == std::vector<uint64_t>{6});
+}
+
+TEST_CASE("INVALIDATE notices round-trip and refuse bad counts", "[callbacks][codec]") {
+    pfs_invalidate m{2, {kDir, kFile}};
+    auto bytes = encode(pfs_x_invalidate, m);
+    REQUIRE(bytes);
+    auto back = decode(*bytes, pfs_x_invalidate);
+    REQUIRE(back);
+    CHECK(back->count == 2);
+    CHECK(back->ids[1].ino == kFile.ino);
+    CHECK(back->ids[1].generation == kFile.generation);
+
+    Bytes empty{0, 0, 0, 0};
+    CHECK_FALSE(decode(empty, pfs_x_invalidate));
+    Bytes too_many{PFS_INVALIDATE_MAX + 1, 0, 0, 0};
+    too_many.resize(4 + 16 * (PFS_INVALIDATE_MAX + 1));
+    CHECK_FALSE(decode(too_many, pfs_x_invalidate));
+}
