@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench clean
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir
 
 all: userspace kmod
 
@@ -26,12 +26,21 @@ kmod: deps
 	@test -d "$(KDIR)" || { echo "no kernel headers found: set KDIR=" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules
 
+# The headers the module is built against: tests/kernel boots the matching kernel.
+print-kdir:
+	@echo $(KDIR)
+
 test: all
 	@scripts/run-tests.sh $(BUILD)
 
 bench: all
 	cmake --build $(BUILD) --target pfs-bench -j $(JOBS)
 	@tests/bench/run-bench.sh $(BUILD)
+
+# pfs-bench in the QEMU guest: pfs.ko beside in-guest NFS and the local disk.
+bench-kernel: all
+	cmake --build $(BUILD) --target pfs-bench -j $(JOBS)
+	@tests/kernel/bench.sh $(BUILD)
 
 run: all
 	@utils/pfs-local start

@@ -9,6 +9,16 @@
 
 #include "pfs.h"
 
+struct kmem_cache *pfs_inode_cachep;
+
+static void pfs_inode_init_once(void *obj)
+{
+	struct pfs_inode_info *pi = obj;
+
+	mutex_init(&pi->layout_lock);
+	inode_init_once(&pi->vfs_inode);
+}
+
 static int __init pfs_init(void)
 {
 	int rc;
@@ -16,12 +26,27 @@ static int __init pfs_init(void)
 	rc = pfs_proto_selftest();
 	if (rc)
 		return rc;
+	pfs_inode_cachep = kmem_cache_create("pfs_inode_cache",
+					     sizeof(struct pfs_inode_info), 0,
+					     SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT,
+					     pfs_inode_init_once);
+	if (!pfs_inode_cachep)
+		return -ENOMEM;
+	rc = register_filesystem(&pfs_fs_type);
+	if (rc) {
+		kmem_cache_destroy(pfs_inode_cachep);
+		return rc;
+	}
 	pr_info("protocol v%u ready\n", PFS_PROTO_VERSION);
 	return 0;
 }
 
 static void __exit pfs_exit(void)
 {
+	unregister_filesystem(&pfs_fs_type);
+	/* Inodes are freed after an RCU grace period: wait for them. */
+	rcu_barrier();
+	kmem_cache_destroy(pfs_inode_cachep);
 }
 
 module_init(pfs_init);
@@ -31,3 +56,4 @@ MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("PFS parallel file system client");
 MODULE_VERSION(PFS_MODULE_VERSION);
 MODULE_AUTHOR("PFS developers");
+MODULE_ALIAS_FS("pfs");

@@ -5,12 +5,19 @@
 #ifndef PFS_H
 #define PFS_H
 
+#include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "pfs_config.h"
 #include "pfs_proto.h"
+#include "net/net.h"
 
 #define PFS_MODULE_VERSION "0.1.0"
+#define PFS_SUPER_MAGIC 0x50465331	/* "PFS1" */
 
 /*
  * The type of the first argument of inode_operations such as getattr and
@@ -20,9 +27,239 @@
  */
 #if defined(PFS_HAVE_IOPS_MNT_IDMAP)
 typedef struct mnt_idmap pfs_idmap_t;
+#define PFS_NOP_IDMAP (&nop_mnt_idmap)
 #elif defined(PFS_HAVE_IOPS_USER_NS)
 typedef struct user_namespace pfs_idmap_t;
+#define PFS_NOP_IDMAP (&init_user_ns)
 #endif
+
+enum pfs_cache_mode {
+	PFS_CACHE_BUFFERED = 0,	/* page cache, attributes cached attr_ttl */
+	PFS_CACHE_NONE = 1,	/* every read and write goes to the servers */
+};
+
+/* Mount options (super.c parses, show_options prints). */
+struct pfs_mount_opts {
+	struct sockaddr_storage mgmtd;	/* from the source "HOST[:PORT]" */
+	char *source;
+	char *secret_file;
+	unsigned int timeout_ms;
+	unsigned int connect_timeout_ms;
+	unsigned int attr_ttl_ms;	/* dentry and attribute cache */
+	unsigned int conns_per_server;
+	enum pfs_cache_mode cache;
+};
+
+/* sb->s_fs_info */
+struct pfs_sb_info {
+	struct super_block *sb;
+	struct pfs_mount_opts opts;
+	struct pfs_net *net;
+	struct pfs_entry_id root;
+	u64 client_id;
+	unsigned long attr_ttl;		/* jiffies */
+	/* keeps our session (locks, opens) alive on the metadata server */
+	struct delayed_work session_work;
+	unsigned long session_renew;	/* jiffies between renewals */
+};
+
+static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+/* The inode of an entry; i_ino is id.ino folded to unsigned long. */
+struct pfs_inode_info {
+	struct inode vfs_inode;
+	struct pfs_entry_id id;
+	/* jiffies when attributes were fetched; 0: expired */
+	unsigned long attr_time;
+	/* regular files: the stripe layout, from the first CREATE or OPEN */
+	struct mutex layout_lock;
+	struct pfs_layout *layout;	/* NULL until known; then immutable */
+	/* the largest size the metadata server has been told of */
+	u64 reported_size;
+	unsigned long flags;		/* PFS_INO_* bits */
+	/* directories: bumped when the server says names in it changed */
+	atomic_t names_gen;
+};
+
+enum {
+	/* another client changed the data: drop cached pages before use */
+	PFS_INO_INVALID_DATA,
+	/* attributes were filled once (attr_time 0 only means expired) */
+	PFS_INO_ATTR_KNOWN,
+};
+
+static inline struct pfs_inode_info *PFS_I(const struct inode *inode)
+{
+	return container_of(inode, struct pfs_inode_info, vfs_inode);
+}
+
+/* The VFS inode number of an entry (readdir reports the same). */
+static inline unsigned long pfs_ino_of(const struct pfs_entry_id *id)
+{
+	return (unsigned long)(id->ino ^ ((u64)id->owner_node << 48));
+}
+
+static inline struct pfs_net *pfs_inode_net(const struct inode *inode)
+{
+	return PFS_SB(inode->i_sb)->net;
+}
+
+/*
+ * Encodes *msg with its XDR function (pfs_x_...) into a new kmalloc'ed
+ * buffer; evaluates to the buffer or an ERR_PTR, and stores the length in
+ * *lenp. kfree the buffer.
+ */
+#define pfs_encode(xfn, msg, lenp)					\
+({									\
+	struct pfs_xdr __x;						\
+	void *__buf;							\
+	pfs_xdr_init_size(&__x);					\
+	xfn(&__x, (msg));						\
+	__buf = __x.err ? ERR_PTR(__x.err) :				\
+		kmalloc(__x.pos ? __x.pos : 1, GFP_NOFS);		\
+	if (!__buf) {							\
+		__buf = ERR_PTR(-ENOMEM);				\
+	} else if (!IS_ERR(__buf)) {					\
+		__u32 __n = __x.pos;					\
+		pfs_xdr_init_encode(&__x, __buf, __n);			\
+		if (xfn(&__x, (msg)) < 0) {				\
+			kfree(__buf);					\
+			__buf = ERR_PTR(-EINVAL);			\
+		} else {						\
+			*(lenp) = __n;					\
+		}							\
+	}								\
+	__buf;								\
+})
+
+/* Decodes a whole reply body that is exactly one message: 0 or -EIO. */
+#define pfs_decode(xfn, msg, buf, len)					\
+({									\
+	struct pfs_xdr __x;						\
+	pfs_xdr_init_decode(&__x, (buf), (len));			\
+	xfn(&__x, (msg));						\
+	pfs_xdr_finish(&__x) ? -EIO : 0;				\
+})
+
+/* super.c */
+extern struct file_system_type pfs_fs_type;
+
+/* meta.c: requests to the metadata server that owns an entry */
+int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		  struct pfs_rpc *rpc);
+/* Encodes msg, sends it as type to owner's metadata server, releases it. */
+#define pfs_meta_simple(sb, owner, type_, xfn, msg)			\
+({									\
+	struct pfs_rpc __rpc = { .type = (type_) };			\
+	u32 __len = 0;							\
+	void *__req = pfs_encode(xfn, (msg), &__len);			\
+	int __rc = PTR_ERR_OR_ZERO(__req);				\
+	if (!__rc) {							\
+		__rpc.req = __req;					\
+		__rpc.req_len = __len;					\
+		__rc = pfs_meta_call((sb), (owner), &__rpc);		\
+		pfs_rpc_release(&__rpc);				\
+		kfree(__req);						\
+	}								\
+	__rc;								\
+})
+/*
+ * Like pfs_meta_simple for requests answered with a pfs_attr: decodes it
+ * into *attr (which may be the only thing in the reply, or be followed by
+ * a pfs_layout, decoded into *layout when layout is not NULL).
+ */
+int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		       u16 type, const void *req, u32 req_len,
+		       struct pfs_attr *attr, struct pfs_layout *layout);
+/* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
+#define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
+({									\
+	u32 __len = 0;							\
+	void *__req = pfs_encode(xfn, (msg), &__len);			\
+	int __rc = PTR_ERR_OR_ZERO(__req);				\
+	if (!__rc) {							\
+		__rc = pfs_meta_attr_call((sb), (owner), (type), __req,	\
+					  __len, (attr), (layout));	\
+		kfree(__req);						\
+	}								\
+	__rc;								\
+})
+
+/* inode.c */
+extern struct kmem_cache *pfs_inode_cachep;
+struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr);
+void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
+/* Raises i_size to end if it is less (writers; safe against refreshes). */
+void pfs_i_size_extend(struct inode *inode, loff_t end);
+/*
+ * Drops the cached pages of a file another client changed (see
+ * PFS_INO_INVALID_DATA); call before the page cache is used.
+ */
+int pfs_revalidate_mapping(struct inode *inode);
+/* Refetches attributes when older than the attribute TTL (or force). */
+int pfs_revalidate_inode(struct inode *inode, bool force);
+/* Attributes younger than the attribute TTL; expire forces a refetch. */
+bool pfs_attr_fresh(struct inode *inode);
+void pfs_attr_expire(struct inode *inode);
+int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
+		struct kstat *stat, u32 request_mask, unsigned int flags);
+int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry,
+		struct iattr *attr);
+/* Sends the changes in ia (already permitted) and updates the inode. */
+int pfs_apply_setattr(struct inode *inode, struct iattr *ia);
+/*
+ * The transport's notify callback (ctx: the pfs_sb_info): INVALIDATE
+ * notices expire the attributes and dentries of the entries named.
+ */
+void pfs_notice(void *ctx, u16 type, const void *payload, u32 len);
+/* Stores the layout of a regular file if none is known yet. */
+int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout);
+extern const struct inode_operations pfs_file_iops;
+extern const struct inode_operations pfs_symlink_iops;
+
+/* namei.c */
+extern const struct inode_operations pfs_dir_iops;
+extern const struct dentry_operations pfs_dentry_ops;
+
+/* dir.c */
+extern const struct file_operations pfs_dir_fops;
+
+/* file.c: open/release, read/write, fsync, mmap, locks */
+extern const struct file_operations pfs_file_fops;
+/* Tells the metadata server how far the file has been written. */
+int pfs_report_size(struct inode *inode);
+
+/* lock.c: flock and POSIX locks (file_operations .flock and .lock) */
+int pfs_lock(struct file *file, int cmd, struct file_lock *fl);
+int pfs_flock(struct file *file, int cmd, struct file_lock *fl);
+
+/* addr.c: page cache and direct I/O against the storage targets */
+extern const struct address_space_operations pfs_aops;
+/*
+ * Striped transfers of a regular file with a known layout: every target
+ * touched gets its request in flight before the first wait. Return bytes
+ * moved or -errno; reads past the end of a chunk file return zeroes.
+ */
+ssize_t pfs_stripe_read(struct inode *inode, loff_t pos, struct iov_iter *to);
+ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,
+			 struct iov_iter *from);
+/* CHUNK_SYNC on every target holding data of the file's first i_size bytes. */
+int pfs_stripe_sync(struct inode *inode);
+
+/* xattr.c: user., trusted., security. and POSIX ACLs */
+extern const struct xattr_handler *pfs_xattr_handlers[];
+ssize_t pfs_listxattr(struct dentry *dentry, char *list, size_t size);
+/*
+ * The inode_operations ACL members, whose shape differs between kernels:
+ * put PFS_ACL_IOPS in every inode_operations table.
+ */
+struct posix_acl *pfs_get_acl(struct inode *inode, int type, bool rcu);
+int pfs_set_acl(pfs_idmap_t *idmap, struct inode *inode,
+		struct posix_acl *acl, int type);
+#define PFS_ACL_IOPS .get_acl = pfs_get_acl, .set_acl = pfs_set_acl
 
 /* selftest.c */
 int pfs_proto_selftest(void);

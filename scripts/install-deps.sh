@@ -9,6 +9,8 @@ PACKAGES=(
   libssl-dev catch2
   clang libclang-rt-14-dev          # libFuzzer
   linux-headers-amd64 kmod          # the kernel module (kbuild)
+  qemu-system-x86 busybox-static cpio e2fsprogs fio  # kernel tests in a QEMU guest (tests/kernel)
+  nfs-kernel-server rpcbind         # the NFS peer of make bench-kernel (tests/kernel/nfs-setup.sh)
 )
 
 missing=()

@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data path against the storage targets: striped chunk reads and
+ * writes (CHUNK_READ, CHUNK_WRITE, CHUNK_SYNC), the page cache
+ * (address_space_operations) and the transfers of O_DIRECT.
+ *
+ * A transfer is cut into pieces that each stay inside one chunk and within
+ * PFS_MAX_IO (with a single target the chunk file is the file, so only
+ * PFS_MAX_IO cuts), exactly as libpfs's plan_io does. All pieces of a batch
+ * are started before the first wait, so every target touched works at the
+ * same time. The transport copies straight between the socket and the
+ * caller's memory (page cache folios, pinned user pages): no bounce
+ * buffers.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bvec.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/sched/mm.h>
+#include <linux/uio.h>
+#include <linux/writeback.h>
+
+#include "pfs.h"
+
+/* Requests of one striped transfer in flight together. */
+#define PFS_IO_BATCH		64
+/* User memory pinned at once by one direct transfer. */
+#define PFS_IO_WINDOW		(64u << 20)
+/* Writeback batches (one CHUNK_WRITE each) in flight per writepages. */
+#define PFS_WB_INFLIGHT		8
+/* Room for an encoded pfs_chunk_io (32 bytes) or pfs_chunk_ref (20). */
+#define PFS_CHUNK_HDR_MAX	48
+
+/* One chunk request and the part of the caller's buffer it moves. */
+struct pfs_chunk_req {
+	struct pfs_rpc rpc;
+	struct pfs_node *node;
+	struct iov_iter data;	/* the piece's bytes, left untouched */
+	struct iov_iter wire;	/* the copy the transport consumes */
+	loff_t pos;		/* file offset of the piece */
+	u32 len;
+	u8 hdr[PFS_CHUNK_HDR_MAX];
+};
+
+/* The layout of a regular file, NULL when unknown or unusable. */
+static const struct pfs_layout *pfs_layout_of(struct inode *inode)
+{
+	/* Published once by pfs_inode_set_layout, immutable afterwards. */
+	const struct pfs_layout *lo = smp_load_acquire(&PFS_I(inode)->layout);
+
+	if (!lo || pfs_stripe_check(lo->chunk_size, lo->count))
+		return NULL;
+	return lo;
+}
+
+/* Length of the piece of a transfer of left bytes that starts at pos. */
+static u32 pfs_piece_len(const struct pfs_layout *lo, loff_t pos, u64 left)
+{
+	u64 len = min_t(u64, left, PFS_MAX_IO);
+
+	if (lo->count > 1)
+		len = min_t(u64, len,
+			    lo->chunk_size - (pos & (lo->chunk_size - 1)));
+	return len;
+}
+
+/* Most pieces a transfer of count bytes can be cut into. */
+static unsigned int pfs_max_pieces(const struct pfs_layout *lo, size_t count)
+{
+	u32 unit = lo->count > 1 ? min(lo->chunk_size, PFS_MAX_IO) : PFS_MAX_IO;
+
+	return min_t(u64, PFS_IO_BATCH, div_u64(count, unit) + 2);
+}
+
+/* Sends r (header encoded, data iterators set) to the target's server. */
+static int pfs_chunk_send(struct inode *inode, struct pfs_chunk_req *r,
+			  u32 target_id)
+{
+	int rc;
+
+	r->node = pfs_net_target_node(pfs_inode_net(inode), target_id);
+	if (IS_ERR_OR_NULL(r->node)) {
+		rc = r->node ? PTR_ERR(r->node) : -ENODEV;
+		r->node = NULL;
+		return rc;
+	}
+	rc = pfs_rpc_start(r->node, &r->rpc);
+	if (rc) {
+		pfs_rpc_release(&r->rpc);
+		pfs_node_put(r->node);
+		r->node = NULL;
+	}
+	return rc;
+}
+
+/*
+ * Starts a CHUNK_READ or CHUNK_WRITE of len bytes at file offset pos; the
+ * bytes are the first len of data (which is not advanced).
+ */
+static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
+			      struct pfs_chunk_req *r, u16 type, loff_t pos,
+			      u32 len, const struct iov_iter *data)
+{
+	struct pfs_stripe_pos sp;
+	struct pfs_chunk_io io = {};
+	struct pfs_xdr x;
+
+	pfs_stripe_locate(lo->chunk_size, lo->count, pos, &sp);
+	io.chunk.file = PFS_I(inode)->id;
+	io.chunk.target_id = lo->targets[sp.target_index];
+	io.offset = sp.chunk_file_offset;
+	io.length = len;
+	pfs_xdr_init_encode(&x, r->hdr, sizeof(r->hdr));
+	if (pfs_x_chunk_io(&x, &io))
+		return -EINVAL;
+
+	memset(&r->rpc, 0, sizeof(r->rpc));
+	r->rpc.type = type;
+	r->rpc.req = r->hdr;
+	r->rpc.req_len = x.pos;
+	r->pos = pos;
+	r->len = len;
+	r->data = *data;
+	iov_iter_truncate(&r->data, len);
+	r->wire = r->data;
+	if (type == PFS_MSG_CHUNK_WRITE)
+		r->rpc.req_data = &r->wire;
+	else
+		r->rpc.reply_data = &r->wire;
+	return pfs_chunk_send(inode, r, io.chunk.target_id);
+}
+
+static int pfs_chunk_start_sync(struct inode *inode, struct pfs_chunk_req *r,
+				u32 target_id)
+{
+	struct pfs_chunk_ref ref = { .file = PFS_I(inode)->id,
+				     .target_id = target_id };
+	struct pfs_xdr x;
+
+	pfs_xdr_init_encode(&x, r->hdr, sizeof(r->hdr));
+	if (pfs_x_chunk_ref(&x, &ref))
+		return -EINVAL;
+	memset(&r->rpc, 0, sizeof(r->rpc));
+	r->rpc.type = PFS_MSG_CHUNK_SYNC;
+	r->rpc.req = r->hdr;
+	r->rpc.req_len = x.pos;
+	r->len = 0;
+	return pfs_chunk_send(inode, r, target_id);
+}
+
+/* A CHUNK_READ answered with fewer bytes hit the chunk file's end: zeroes. */
+static int pfs_chunk_read_done(struct pfs_chunk_req *r)
+{
+	u32 got = r->rpc.data_len;
+
+	if (got > r->len || r->rpc.reply_len) {
+		pr_warn_ratelimited("storage target sent %u bytes for a read of %u\n",
+				    got + r->rpc.reply_len, r->len);
+		return -EIO;
+	}
+	if (got < r->len) {
+		iov_iter_advance(&r->data, got);
+		if (iov_iter_zero(r->len - got, &r->data) != r->len - got)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static int pfs_chunk_write_done(struct pfs_chunk_req *r)
+{
+	struct pfs_chunk_written w;
+
+	if (pfs_decode(pfs_x_chunk_written, &w, r->rpc.reply,
+		       r->rpc.reply_len))
+		return -EIO;
+	if (w.length != r->len) {
+		pr_warn_ratelimited("storage target wrote %u of %u bytes\n",
+				    w.length, r->len);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Waits for a started request and checks its reply; frees its resources. */
+static int pfs_chunk_finish(struct pfs_chunk_req *r)
+{
+	int rc = pfs_rpc_wait(&r->rpc);
+
+	if (!rc && r->rpc.type == PFS_MSG_CHUNK_READ)
+		rc = pfs_chunk_read_done(r);
+	else if (!rc && r->rpc.type == PFS_MSG_CHUNK_WRITE)
+		rc = pfs_chunk_write_done(r);
+	pfs_rpc_release(&r->rpc);
+	pfs_node_put(r->node);
+	r->node = NULL;
+	return rc;
+}
+
+/*
+ * Room for n requests (tens of KiB at most). Callers hold folio locks or
+ * run in writeback: no recursion into file system reclaim.
+ */
+static struct pfs_chunk_req *pfs_reqs_alloc(unsigned int n)
+{
+	unsigned int nofs = memalloc_nofs_save();
+	struct pfs_chunk_req *reqs;
+
+	reqs = kvmalloc_array(n, sizeof(*reqs), GFP_KERNEL);
+	memalloc_nofs_restore(nofs);
+	return reqs;
+}
+
+/*
+ * Moves count bytes between file offset pos and iter, which must be kernel
+ * memory the transport can reach from any context (bvec, kvec, xarray).
+ * Returns the bytes moved, a prefix of the range, or -errno when none
+ * moved; iter is advanced by the return value.
+ */
+static ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
+				struct iov_iter *iter, size_t count)
+{
+	const struct pfs_layout *lo = pfs_layout_of(inode);
+	struct pfs_chunk_req *reqs;
+	unsigned int max, n, i;
+	size_t done = 0;
+	int err = 0;
+
+	if (!lo)
+		return -EIO;
+	count = min(count, iov_iter_count(iter));
+	if (!count)
+		return 0;
+	max = pfs_max_pieces(lo, count);
+	reqs = pfs_reqs_alloc(max);
+	if (!reqs)
+		return -ENOMEM;
+
+	while (!err && done < count) {
+		struct iov_iter cur = *iter;
+		size_t off = done;
+		int start_err = 0;
+
+		iov_iter_advance(&cur, done);
+		for (n = 0; n < max && off < count; n++) {
+			u32 len = pfs_piece_len(lo, pos + off, count - off);
+
+			start_err = pfs_chunk_start_io(inode, lo, &reqs[n],
+						       type, pos + off, len,
+						       &cur);
+			if (start_err)
+				break;
+			iov_iter_advance(&cur, len);
+			off += len;
+		}
+		/* Only a prefix counts: a later piece cannot fill a gap. */
+		for (i = 0; i < n; i++) {
+			int rc = pfs_chunk_finish(&reqs[i]);
+
+			if (rc && !err)
+				err = rc;
+			if (!err)
+				done += reqs[i].len;
+		}
+		if (!err)
+			err = start_err;
+	}
+	kvfree(reqs);
+	iov_iter_advance(iter, done);
+	return done ? done : err;
+}
+
+/* User pages pinned for a direct transfer, described by bvecs. */
+struct pfs_pinned {
+	struct page **pages;
+	struct bio_vec *bvec;
+	unsigned int npages;
+};
+
+/*
+ * Takes references on up to max bytes of iter's memory (advancing iter), so
+ * that the transport can fill or send them from its own context. Returns
+ * the bytes pinned (maybe fewer when the memory is fragmented) or -errno.
+ */
+static ssize_t pfs_pin(struct iov_iter *iter, size_t max, struct pfs_pinned *p)
+{
+	unsigned int cap = DIV_ROUND_UP(max, PAGE_SIZE) + 1;
+	size_t total = 0;
+
+	p->npages = 0;
+	p->pages = kvmalloc_array(cap, sizeof(*p->pages), GFP_KERNEL);
+	p->bvec = kvmalloc_array(cap, sizeof(*p->bvec), GFP_KERNEL);
+	if (!p->pages || !p->bvec)
+		goto nomem;
+
+	while (total < max && p->npages < cap && iov_iter_count(iter)) {
+		size_t start, left;
+		ssize_t n = iov_iter_get_pages2(iter, p->pages + p->npages,
+						max - total, cap - p->npages,
+						&start);
+
+		if (n <= 0) {
+			if (total)
+				break;
+			kvfree(p->pages);
+			kvfree(p->bvec);
+			return n ? n : -EFAULT;
+		}
+		for (left = n; left; start = 0) {
+			size_t seg = min_t(size_t, left, PAGE_SIZE - start);
+
+			bvec_set_page(&p->bvec[p->npages],
+				      p->pages[p->npages], seg, start);
+			p->npages++;
+			left -= seg;
+		}
+		total += n;
+	}
+	return total;
+nomem:
+	kvfree(p->pages);
+	kvfree(p->bvec);
+	return -ENOMEM;
+}
+
+static void pfs_unpin(struct pfs_pinned *p, bool dirty)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->npages; i++) {
+		if (dirty)
+			set_page_dirty_lock(p->pages[i]);
+		put_page(p->pages[i]);
+	}
+	kvfree(p->pages);
+	kvfree(p->bvec);
+}
+
+static ssize_t pfs_stripe_io(struct inode *inode, u16 type, loff_t pos,
+			     struct iov_iter *iter)
+{
+	bool to_user = type == PFS_MSG_CHUNK_READ && user_backed_iter(iter);
+	size_t total = 0;
+	ssize_t rc = 0;
+
+	if (iov_iter_is_bvec(iter) || iov_iter_is_kvec(iter) ||
+	    iov_iter_is_xarray(iter) || iov_iter_is_discard(iter))
+		return pfs_stripe_batch(inode, type, pos, iter,
+					iov_iter_count(iter));
+
+	/* User memory (or a pipe): pinned one window at a time. */
+	while (iov_iter_count(iter)) {
+		struct pfs_pinned pin;
+		struct iov_iter bv;
+		ssize_t pinned;
+
+		pinned = pfs_pin(iter, min_t(size_t, iov_iter_count(iter),
+					     PFS_IO_WINDOW), &pin);
+		if (pinned < 0) {
+			rc = pinned;
+			break;
+		}
+		iov_iter_bvec(&bv, iov_iter_rw(iter), pin.bvec, pin.npages,
+			      pinned);
+		rc = pfs_stripe_batch(inode, type, pos + total, &bv, pinned);
+		pfs_unpin(&pin, to_user);
+		if (rc < pinned)
+			iov_iter_revert(iter, pinned - max_t(ssize_t, rc, 0));
+		if (rc <= 0)
+			break;
+		total += rc;
+		if (rc < pinned)
+			break;
+	}
+	return total ? total : rc;
+}
+
+ssize_t pfs_stripe_read(struct inode *inode, loff_t pos, struct iov_iter *to)
+{
+	return pfs_stripe_io(inode, PFS_MSG_CHUNK_READ, pos, to);
+}
+
+ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,
+			 struct iov_iter *from)
+{
+	return pfs_stripe_io(inode, PFS_MSG_CHUNK_WRITE, pos, from);
+}
+
+/*
+ * CHUNK_SYNC to every target that holds a byte of the file's first i_size
+ * bytes (a target never written answers as well: its chunk file is absent).
+ */
+int pfs_stripe_sync(struct inode *inode)
+{
+	const struct pfs_layout *lo = pfs_layout_of(inode);
+	u64 size = i_size_read(inode);
+	struct pfs_chunk_req *reqs;
+	unsigned int next = 0, n, i;
+	int err = 0;
+
+	if (!lo)
+		return -EIO;
+	reqs = pfs_reqs_alloc(min_t(u32, lo->count, PFS_IO_BATCH));
+	if (!reqs)
+		return -ENOMEM;
+	while (!err && next < lo->count) {
+		for (n = 0; n < PFS_IO_BATCH && next < lo->count; next++) {
+			if (!pfs_stripe_target_size(lo->chunk_size, lo->count,
+						    next, size))
+				continue;
+			err = pfs_chunk_start_sync(inode, &reqs[n],
+						   lo->targets[next]);
+			if (err)
+				break;
+			n++;
+		}
+		for (i = 0; i < n; i++) {
+			int rc = pfs_chunk_finish(&reqs[i]);
+
+			if (!err)
+				err = rc;
+		}
+	}
+	kvfree(reqs);
+	return err;
+}
+
+/* ---- page cache: reads ---- */
+
+/*
+ * Reads the content of a locked folio: bytes up to i_size from the
+ * targets, zeroes beyond. The folio stays locked and is not marked.
+ */
+static int pfs_fill_folio(struct inode *inode, struct folio *folio)
+{
+	loff_t pos = folio_pos(folio);
+	loff_t size = i_size_read(inode);
+	size_t len = folio_size(folio);
+	size_t want = pos < size ? min_t(u64, len, size - pos) : 0;
+
+	if (want) {
+		struct iov_iter it;
+		ssize_t n;
+
+		iov_iter_xarray(&it, ITER_DEST, &inode->i_mapping->i_pages,
+				pos, want);
+		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want);
+		if (n < 0)
+			return n;
+		if (n < want)
+			return -EIO;
+	}
+	if (want < len)
+		folio_zero_segment(folio, want, len);
+	return 0;
+}
+
+static int pfs_read_folio(struct file *file, struct folio *folio)
+{
+	int rc = pfs_fill_folio(folio->mapping->host, folio);
+
+	if (!rc)
+		folio_mark_uptodate(folio);
+	folio_unlock(folio);
+	return rc;
+}
+
+/*
+ * One striped read for the whole window, its pieces on all targets in
+ * flight together, straight into the locked folios of the window.
+ */
+static void pfs_readahead(struct readahead_control *ractl)
+{
+	struct inode *inode = ractl->mapping->host;
+	loff_t pos = readahead_pos(ractl);
+	size_t len = readahead_length(ractl);
+	loff_t size = i_size_read(inode);
+	size_t want = pos < size ? min_t(u64, len, size - pos) : 0;
+	loff_t good_end = pos + len;	/* folios before it are complete */
+	struct folio *folio;
+	struct iov_iter it;
+
+	if (want) {
+		ssize_t n;
+
+		iov_iter_xarray(&it, ITER_DEST, &ractl->mapping->i_pages,
+				pos, want);
+		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want);
+		if (n < (ssize_t)want)
+			good_end = pos + max_t(ssize_t, n, 0);
+	}
+	if (want < len && good_end == pos + len) {
+		iov_iter_xarray(&it, ITER_DEST, &ractl->mapping->i_pages,
+				pos + want, len - want);
+		iov_iter_zero(len - want, &it);
+	}
+	/* Folios left without data are read again by read_folio. */
+	while ((folio = readahead_folio(ractl))) {
+		if (folio_pos(folio) + folio_size(folio) <= good_end)
+			folio_mark_uptodate(folio);
+		folio_unlock(folio);
+	}
+}
+
+/* ---- page cache: writes ---- */
+
+static int pfs_write_begin(struct file *file, struct address_space *mapping,
+			   loff_t pos, unsigned int len, struct page **pagep,
+			   void **fsdata)
+{
+	struct inode *inode = mapping->host;
+	struct folio *folio;
+	struct page *page;
+	size_t from;
+	int rc;
+
+	page = grab_cache_page_write_begin(mapping, pos >> PAGE_SHIFT);
+	if (!page)
+		return -ENOMEM;
+	folio = page_folio(page);
+	*pagep = page;
+	if (folio_test_uptodate(folio))
+		return 0;
+
+	from = offset_in_folio(folio, pos);
+	/* Overwritten whole: nothing to read (write_end retries if short). */
+	if (from == 0 && len == folio_size(folio))
+		return 0;
+	/* Nothing is stored past the end of the file: zeroes around it. */
+	if (folio_pos(folio) >= i_size_read(inode)) {
+		folio_zero_segments(folio, 0, from, from + len,
+				    folio_size(folio));
+		return 0;
+	}
+	rc = pfs_fill_folio(inode, folio);
+	if (rc) {
+		folio_unlock(folio);
+		folio_put(folio);
+		return rc;
+	}
+	folio_mark_uptodate(folio);
+	return 0;
+}
+
+static int pfs_write_end(struct file *file, struct address_space *mapping,
+			 loff_t pos, unsigned int len, unsigned int copied,
+			 struct page *page, void *fsdata)
+{
+	struct folio *folio = page_folio(page);
+	struct inode *inode = mapping->host;
+
+	if (!folio_test_uptodate(folio)) {
+		if (copied < len) {
+			/* A whole-folio overwrite that fell short: retry. */
+			if (len == folio_size(folio)) {
+				copied = 0;
+				goto out;
+			}
+			/* write_begin zeroed the rest; this is past EOF. */
+			folio_zero_range(folio, offset_in_folio(folio, pos) +
+					 copied, len - copied);
+		}
+		folio_mark_uptodate(folio);
+	}
+	if (copied) {
+		/* Before the unlock: writeback must see the new size. */
+		pfs_i_size_extend(inode, pos + copied);
+		folio_mark_dirty(folio);
+	}
+out:
+	folio_unlock(folio);
+	folio_put(folio);
+	return copied;
+}
+
+/*
+ * Writeback: contiguous dirty folios inside one chunk become one
+ * CHUNK_WRITE (up to PFS_MAX_IO) sent from the folios themselves; up to
+ * PFS_WB_INFLIGHT of them are in flight while the next is gathered.
+ */
+struct pfs_wb_batch {
+	struct list_head list;
+	struct pfs_chunk_req req;
+	loff_t pos;
+	u32 len;
+	unsigned int nr;
+	struct bio_vec bvec[];
+};
+
+struct pfs_wb {
+	struct inode *inode;
+	const struct pfs_layout *lo;
+	unsigned int cap;		/* folios per batch */
+	struct pfs_wb_batch *cur;	/* being gathered */
+	struct list_head inflight;
+	unsigned int ninflight;
+	struct list_head spare;		/* finished batches, for reuse */
+};
+
+static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
+{
+	unsigned int i;
+
+	if (rc) {
+		pr_warn_ratelimited("writeback of %u bytes at %lld of inode %llu failed: %d\n",
+				    b->len, b->pos, PFS_I(wb->inode)->id.ino,
+				    rc);
+		mapping_set_error(wb->inode->i_mapping, rc);
+	}
+	for (i = 0; i < b->nr; i++) {
+		struct folio *folio = page_folio(b->bvec[i].bv_page);
+
+		if (rc)
+			folio_set_error(folio);
+		folio_end_writeback(folio);
+	}
+	list_add(&b->list, &wb->spare);
+}
+
+static void pfs_wb_reap(struct pfs_wb *wb)
+{
+	struct pfs_wb_batch *b;
+
+	b = list_first_entry(&wb->inflight, struct pfs_wb_batch, list);
+	list_del(&b->list);
+	wb->ninflight--;
+	pfs_wb_end(wb, b, pfs_chunk_finish(&b->req));
+}
+
+static void pfs_wb_send(struct pfs_wb *wb)
+{
+	struct pfs_wb_batch *b = wb->cur;
+	struct iov_iter it;
+	int rc;
+
+	wb->cur = NULL;
+	iov_iter_bvec(&it, ITER_SOURCE, b->bvec, b->nr, b->len);
+	rc = pfs_chunk_start_io(wb->inode, wb->lo, &b->req,
+				PFS_MSG_CHUNK_WRITE, b->pos, b->len, &it);
+	if (rc) {
+		pfs_wb_end(wb, b, rc);
+		return;
+	}
+	list_add_tail(&b->list, &wb->inflight);
+	if (++wb->ninflight >= PFS_WB_INFLIGHT)
+		pfs_wb_reap(wb);
+}
+
+/* Can the folio at pos (len bytes of it to write) extend the batch? */
+static bool pfs_wb_fits(const struct pfs_wb *wb, loff_t pos, size_t len)
+{
+	const struct pfs_wb_batch *b = wb->cur;
+	u64 chunk_mask = ~(u64)(wb->lo->chunk_size - 1);
+
+	if (b->nr >= wb->cap || pos != b->pos + b->len ||
+	    b->len + len > PFS_MAX_IO)
+		return false;
+	return wb->lo->count == 1 ||
+	       (pos & chunk_mask) == (b->pos & chunk_mask);
+}
+
+static int pfs_wb_folio(struct page *page, struct writeback_control *wbc,
+			void *data)
+{
+	struct pfs_wb *wb = data;
+	struct folio *folio = page_folio(page);
+	loff_t size = i_size_read(wb->inode);
+	loff_t pos = folio_pos(folio);
+	size_t len;
+
+	/* Entirely past EOF: truncated meanwhile, nothing to store. */
+	if (pos >= size) {
+		folio_unlock(folio);
+		return 0;
+	}
+	len = min_t(u64, folio_size(folio), size - pos);
+	if (wb->cur && !pfs_wb_fits(wb, pos, len))
+		pfs_wb_send(wb);
+	if (!wb->cur) {
+		struct pfs_wb_batch *b;
+
+		b = list_first_entry_or_null(&wb->spare, struct pfs_wb_batch,
+					     list);
+		if (b) {
+			list_del(&b->list);
+		} else {
+			b = kvmalloc(struct_size(b, bvec, wb->cap), GFP_KERNEL);
+			if (!b) {
+				folio_redirty_for_writepage(wbc, folio);
+				folio_unlock(folio);
+				return -ENOMEM;
+			}
+		}
+		b->pos = pos;
+		b->len = 0;
+		b->nr = 0;
+		wb->cur = b;
+	}
+	bvec_set_page(&wb->cur->bvec[wb->cur->nr++], page, len, 0);
+	wb->cur->len += len;
+	folio_start_writeback(folio);
+	folio_unlock(folio);
+	return 0;
+}
+
+static int pfs_writepages(struct address_space *mapping,
+			  struct writeback_control *wbc)
+{
+	struct pfs_wb wb = { .inode = mapping->host };
+	struct pfs_wb_batch *b, *tmp;
+	unsigned int nofs;
+	u32 unit;
+	int rc;
+
+	wb.lo = pfs_layout_of(wb.inode);
+	if (!wb.lo)
+		return -EIO;
+	unit = wb.lo->count > 1 ? min(wb.lo->chunk_size, PFS_MAX_IO) :
+				  PFS_MAX_IO;
+	wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
+	INIT_LIST_HEAD(&wb.inflight);
+	INIT_LIST_HEAD(&wb.spare);
+
+	/* Batch allocations must not recurse into file system reclaim. */
+	nofs = memalloc_nofs_save();
+	rc = write_cache_pages(mapping, wbc, pfs_wb_folio, &wb);
+	if (wb.cur)
+		pfs_wb_send(&wb);
+	while (wb.ninflight)
+		pfs_wb_reap(&wb);
+	memalloc_nofs_restore(nofs);
+	list_for_each_entry_safe(b, tmp, &wb.spare, list)
+		kvfree(b);
+	return rc;
+}
+
+/* Writes a dirty folio out while it stays locked (invalidate_inode_pages2). */
+static int pfs_launder_folio(struct folio *folio)
+{
+	struct inode *inode = folio->mapping->host;
+	loff_t pos = folio_pos(folio);
+	loff_t size = i_size_read(inode);
+	size_t len;
+	struct iov_iter it;
+	ssize_t n;
+	int rc = 0;
+
+	if (!folio_clear_dirty_for_io(folio) || pos >= size)
+		return 0;
+	len = min_t(u64, folio_size(folio), size - pos);
+	folio_start_writeback(folio);
+	iov_iter_xarray(&it, ITER_SOURCE, &inode->i_mapping->i_pages, pos, len);
+	n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_WRITE, pos, &it, len);
+	if (n != len) {
+		rc = n < 0 ? n : -EIO;
+		mapping_set_error(inode->i_mapping, rc);
+	}
+	folio_end_writeback(folio);
+	return rc;
+}
+
+const struct address_space_operations pfs_aops = {
+	.read_folio = pfs_read_folio,
+	.readahead = pfs_readahead,
+	.writepages = pfs_writepages,
+	.dirty_folio = filemap_dirty_folio,
+	.write_begin = pfs_write_begin,
+	.write_end = pfs_write_end,
+	.launder_folio = pfs_launder_folio,
+	.migrate_folio = filemap_migrate_folio,
+	/*
+	 * Lets O_DIRECT opens through; read_iter and write_iter do the
+	 * direct transfers themselves and never call it.
+	 */
+	.direct_IO = noop_direct_IO,
+};

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * File operations of regular files: OPEN/CLOSE with the metadata server,
+ * buffered I/O through the page cache (addr.c), O_DIRECT and cache=none
+ * straight against the storage targets, fsync and size reporting.
+ *
+ * Like libpfs, data goes to the storage targets and the metadata server
+ * learns how far the file grew only at fsync and close (SETATTR with
+ * PFS_SET_SIZE_EXTEND, which never shrinks a file another client grew).
+ * Close-to-open consistency: flush (close(2)) writes back and reports, so
+ * a client that opens the file afterwards sees data and size.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/splice.h>
+#include <linux/timekeeping.h>
+#include <linux/uio.h>
+
+#include "pfs.h"
+
+/* file->private_data of a regular file */
+struct pfs_file_info {
+	unsigned long flags;
+};
+
+enum {
+	/* written through this file since the last report: send an mtime */
+	PFS_FILE_WRITTEN,
+};
+
+static struct pfs_file_info *pfs_fi(const struct file *file)
+{
+	return file->private_data;
+}
+
+static bool pfs_cache_none(const struct inode *inode)
+{
+	return PFS_SB(inode->i_sb)->opts.cache == PFS_CACHE_NONE;
+}
+
+/* Attributes, size included, as fresh as the mount's caching promises. */
+static int pfs_revalidate_size(struct inode *inode)
+{
+	return pfs_revalidate_inode(inode, pfs_cache_none(inode));
+}
+
+/*
+ * Sends SETATTR(size = max(size, i_size), mtime = now) when this client
+ * wrote past what the server knows, or when data was written (written).
+ */
+static int pfs_send_size(struct inode *inode, bool written)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_setattr req = {};
+	struct pfs_attr attr;
+	struct timespec64 now;
+	u64 size = i_size_read(inode);
+	u64 reported;
+	void *buf;
+	u32 len = 0;
+	int rc;
+
+	spin_lock(&inode->i_lock);
+	reported = pi->reported_size;
+	spin_unlock(&inode->i_lock);
+	if (size <= reported && !written)
+		return 0;
+
+	ktime_get_real_ts64(&now);
+	req.id = pi->id;
+	req.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME;
+	req.size = size;
+	req.mtime.sec = now.tv_sec;
+	req.mtime.nsec = now.tv_nsec;
+	buf = pfs_encode(pfs_x_setattr, &req, &len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	rc = pfs_meta_attr_call(inode->i_sb, &pi->id, PFS_MSG_SETATTR, buf,
+				len, &attr, NULL);
+	kfree(buf);
+	if (rc)
+		return rc;
+	spin_lock(&inode->i_lock);
+	if (size > pi->reported_size)
+		pi->reported_size = size;
+	spin_unlock(&inode->i_lock);
+	pfs_inode_update(inode, &attr);
+	return 0;
+}
+
+int pfs_report_size(struct inode *inode)
+{
+	if (!S_ISREG(inode->i_mode))
+		return 0;
+	return pfs_send_size(inode, false);
+}
+
+static int pfs_file_report(struct file *file)
+{
+	unsigned long *flags = &pfs_fi(file)->flags;
+	bool written = test_and_clear_bit(PFS_FILE_WRITTEN, flags);
+	int rc = pfs_send_size(file_inode(file), written);
+
+	if (rc && written)
+		set_bit(PFS_FILE_WRITTEN, flags);
+	return rc;
+}
+
+static int pfs_send_close(struct inode *inode)
+{
+	struct pfs_entry_id id = PFS_I(inode)->id;
+
+	return pfs_meta_simple(inode->i_sb, &id, PFS_MSG_CLOSE, pfs_x_entry_id,
+			       &id);
+}
+
+/*
+ * Every open is an OPEN on the metadata server: it counts the file as open
+ * (an unlinked file lives on until the last close) and returns the layout.
+ */
+static int pfs_file_open(struct inode *inode, struct file *file)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_open req = { .id = pi->id, .flags = file->f_flags };
+	struct pfs_file_info *fi;
+	struct pfs_layout *layout;
+	struct pfs_attr attr;
+	void *buf = NULL;
+	u32 len = 0;
+	int rc;
+
+	rc = generic_file_open(inode, file);
+	if (rc)
+		return rc;
+	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!fi || !layout) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	buf = pfs_encode(pfs_x_open, &req, &len);
+	if (IS_ERR(buf)) {
+		rc = PTR_ERR(buf);
+		buf = NULL;
+		goto out;
+	}
+	rc = pfs_meta_attr_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
+				&attr, layout);
+	if (rc)
+		goto out;
+	if (pfs_stripe_check(layout->chunk_size, layout->count)) {
+		pr_warn_ratelimited("OPEN of inode %llu returned no usable layout (chunk %u, %u targets)\n",
+				    pi->id.ino, layout->chunk_size,
+				    layout->count);
+		rc = -EIO;
+	} else {
+		pfs_inode_update(inode, &attr);
+		rc = pfs_inode_set_layout(inode, layout);
+		if (!rc)
+			rc = pfs_revalidate_mapping(inode);
+	}
+	if (rc) {
+		pfs_send_close(inode);
+		goto out;
+	}
+	file->private_data = fi;
+	fi = NULL;
+#ifdef FMODE_CAN_ODIRECT
+	file->f_mode |= FMODE_CAN_ODIRECT;
+#endif
+out:
+	kfree(buf);
+	kfree(layout);
+	kfree(fi);
+	return rc;
+}
+
+/* close(2): written data and the size reach the servers, errors reported. */
+static int pfs_file_flush(struct file *file, fl_owner_t id)
+{
+	int rc, err;
+
+	if (!(file->f_mode & FMODE_WRITE))
+		return 0;
+	rc = filemap_write_and_wait(file->f_mapping);
+	err = file_check_and_advance_wb_err(file);
+	if (!rc)
+		rc = err;
+	err = pfs_file_report(file);
+	return rc ? rc : err;
+}
+
+static int pfs_file_release(struct inode *inode, struct file *file)
+{
+	u64 ino = PFS_I(inode)->id.ino;
+	int rc;
+
+	/* Normally flush did all of this; mmap writes can come later. */
+	if (file->f_mode & FMODE_WRITE) {
+		rc = filemap_write_and_wait(inode->i_mapping);
+		if (rc)
+			pr_warn_ratelimited("write-back of inode %llu at close failed: %d\n",
+					    ino, rc);
+		rc = pfs_file_report(file);
+		if (rc)
+			pr_warn_ratelimited("size report of inode %llu at close failed: %d\n",
+					    ino, rc);
+	}
+	rc = pfs_send_close(inode);
+	if (rc)
+		pr_warn_ratelimited("CLOSE of inode %llu failed: %d\n",
+				    ino, rc);
+	kfree(file->private_data);
+	return 0;
+}
+
+static bool pfs_uncached(const struct kiocb *iocb)
+{
+	return (iocb->ki_flags & IOCB_DIRECT) ||
+	       pfs_cache_none(file_inode(iocb->ki_filp));
+}
+
+static ssize_t pfs_direct_read(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	loff_t pos = iocb->ki_pos;
+	size_t count, shorted;
+	loff_t size;
+	ssize_t n;
+	int rc;
+
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return -EAGAIN;
+	rc = pfs_revalidate_size(inode);
+	if (rc)
+		return rc;
+	size = i_size_read(inode);
+	if (pos >= size)
+		return 0;
+	count = min_t(u64, iov_iter_count(to), size - pos);
+	/* Dirty cached data (mmap, earlier buffered writes) goes first. */
+	rc = filemap_write_and_wait_range(file->f_mapping, pos,
+					  pos + count - 1);
+	if (rc)
+		return rc;
+	shorted = iov_iter_count(to) - count;
+	iov_iter_truncate(to, count);
+	n = pfs_stripe_read(inode, pos, to);
+	iov_iter_reexpand(to, iov_iter_count(to) + shorted);
+	if (n > 0)
+		iocb->ki_pos = pos + n;
+	file_accessed(file);
+	return n;
+}
+
+static ssize_t pfs_direct_write(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct address_space *mapping = file->f_mapping;
+	loff_t pos, end;
+	ssize_t rc;
+
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return -EAGAIN;
+	/* O_APPEND writes at the end another client may have moved. */
+	rc = pfs_revalidate_inode(inode, (iocb->ki_flags & IOCB_APPEND) ||
+					 pfs_cache_none(inode));
+	if (rc)
+		return rc;
+	inode_lock(inode);
+	rc = generic_write_checks(iocb, from);
+	if (rc <= 0)
+		goto out;
+	rc = file_remove_privs(file);
+	if (!rc)
+		rc = file_update_time(file);
+	if (rc)
+		goto out;
+	pos = iocb->ki_pos;
+	end = pos + iov_iter_count(from) - 1;
+	rc = filemap_write_and_wait_range(mapping, pos, end);
+	if (rc)
+		goto out;
+	/* Pages still mapped stay cached; they are retried after the write. */
+	invalidate_inode_pages2_range(mapping, pos >> PAGE_SHIFT,
+				      end >> PAGE_SHIFT);
+	set_bit(PFS_FILE_WRITTEN, &pfs_fi(file)->flags);
+	rc = pfs_stripe_write(inode, pos, from);
+	if (rc > 0) {
+		iocb->ki_pos = pos + rc;
+		pfs_i_size_extend(inode, iocb->ki_pos);
+		invalidate_inode_pages2_range(mapping, pos >> PAGE_SHIFT,
+					      end >> PAGE_SHIFT);
+	}
+out:
+	inode_unlock(inode);
+	if (rc > 0)
+		rc = generic_write_sync(iocb, rc);
+	return rc;
+}
+
+static ssize_t pfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	int rc;
+
+	if (!iov_iter_count(to))
+		return 0;
+	if (pfs_uncached(iocb))
+		return pfs_direct_read(iocb, to);
+	/* Another client's growth becomes visible within attr_ttl. */
+	rc = pfs_revalidate_inode(inode, false);
+	if (!rc)
+		rc = pfs_revalidate_mapping(inode);
+	if (rc)
+		return rc;
+	return generic_file_read_iter(iocb, to);
+}
+
+static ssize_t pfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	int rc;
+
+	if (pfs_uncached(iocb))
+		return pfs_direct_write(iocb, from);
+	/*
+	 * A partial folio write within i_size reads the folio first: i_size
+	 * must be recent, and exact for O_APPEND.
+	 */
+	rc = pfs_revalidate_inode(file_inode(file),
+				  iocb->ki_flags & IOCB_APPEND);
+	if (!rc)
+		rc = pfs_revalidate_mapping(file_inode(file));
+	if (rc)
+		return rc;
+	set_bit(PFS_FILE_WRITTEN, &pfs_fi(file)->flags);
+	return generic_file_write_iter(iocb, from);
+}
+
+static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,
+			  int datasync)
+{
+	struct inode *inode = file_inode(file);
+	int rc;
+
+	rc = file_write_and_wait_range(file, start, end);
+	if (rc)
+		return rc;
+	rc = pfs_stripe_sync(inode);
+	if (rc)
+		return rc;
+	return pfs_file_report(file);
+}
+
+static loff_t pfs_file_llseek(struct file *file, loff_t offset, int whence)
+{
+	if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
+		int rc = pfs_revalidate_size(file_inode(file));
+
+		if (rc)
+			return rc;
+	}
+	return generic_file_llseek(file, offset, whence);
+}
+
+/* Shared mmap writes count as writes of the file that mapped it. */
+static vm_fault_t pfs_page_mkwrite(struct vm_fault *vmf)
+{
+	set_bit(PFS_FILE_WRITTEN, &pfs_fi(vmf->vma->vm_file)->flags);
+	return filemap_page_mkwrite(vmf);
+}
+
+static const struct vm_operations_struct pfs_file_vm_ops = {
+	.fault = filemap_fault,
+	.map_pages = filemap_map_pages,
+	.page_mkwrite = pfs_page_mkwrite,
+};
+
+static int pfs_file_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	int rc = pfs_revalidate_inode(file_inode(file), false);
+
+	if (!rc)
+		rc = pfs_revalidate_mapping(file_inode(file));
+	if (rc)
+		return rc;
+	rc = generic_file_mmap(file, vma);
+	if (!rc)
+		vma->vm_ops = &pfs_file_vm_ops;
+	return rc;
+}
+
+const struct file_operations pfs_file_fops = {
+	.llseek = pfs_file_llseek,
+	.read_iter = pfs_file_read_iter,
+	.write_iter = pfs_file_write_iter,
+	.mmap = pfs_file_mmap,
+	.open = pfs_file_open,
+	.flush = pfs_file_flush,
+	.release = pfs_file_release,
+	.fsync = pfs_file_fsync,
+	.lock = pfs_lock,
+	.flock = pfs_flock,
+#ifdef PFS_HAVE_GENERIC_FILE_SPLICE_READ
+	.splice_read = generic_file_splice_read,
+#else
+	.splice_read = copy_splice_read,
+#endif
+	.splice_write = iter_file_splice_write,
+};

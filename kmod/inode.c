@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Inodes: finding them by entry id, keeping their attributes fresh within
+ * the attribute TTL, getattr/setattr, symlinks.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/namei.h>
+#include <linux/pagemap.h>
+#include <linux/posix_acl.h>
+#include <linux/writeback.h>
+
+#include "pfs.h"
+
+static struct timespec64 pfs_ts(const struct pfs_timespec *t)
+{
+	return (struct timespec64){ .tv_sec = t->sec, .tv_nsec = t->nsec };
+}
+
+static struct pfs_timespec pfs_wire_ts(struct timespec64 t)
+{
+	return (struct pfs_timespec){ .sec = t.tv_sec, .nsec = t.tv_nsec };
+}
+
+#ifdef PFS_HAVE_INODE_SET_MTIME_TO_TS
+static struct timespec64 pfs_get_mtime(const struct inode *inode)
+{
+	return inode_get_mtime(inode);
+}
+
+static void pfs_set_am_times(struct inode *inode, struct timespec64 atime,
+			     struct timespec64 mtime)
+{
+	inode_set_atime_to_ts(inode, atime);
+	inode_set_mtime_to_ts(inode, mtime);
+}
+#else
+static struct timespec64 pfs_get_mtime(const struct inode *inode)
+{
+	return inode->i_mtime;
+}
+
+static void pfs_set_am_times(struct inode *inode, struct timespec64 atime,
+			     struct timespec64 mtime)
+{
+	inode->i_atime = atime;
+	inode->i_mtime = mtime;
+}
+#endif
+
+/* Local state the servers do not know yet: keep our size. */
+static bool pfs_has_local_writes(struct inode *inode)
+{
+	return atomic_read(&inode->i_writecount) > 0 ||
+	       mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) ||
+	       mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
+void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct timespec64 mtime = pfs_ts(&attr->mtime);
+	struct timespec64 ctime = pfs_ts(&attr->ctime);
+	struct timespec64 old_ctime = inode_get_ctime(inode);
+	struct timespec64 old_mtime = pfs_get_mtime(inode);
+	loff_t old_size, size = attr->size;
+	bool local = S_ISREG(inode->i_mode) && pfs_has_local_writes(inode);
+	/* Not the first fill of a new inode: changes are news. */
+	bool known = test_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
+
+	if (known && !timespec64_equal(&ctime, &old_ctime))
+		forget_all_cached_acls(inode);
+	/*
+	 * Writers extend i_size under i_lock too (pfs_i_size_extend), without
+	 * the inode lock held here: reading and setting the size in one
+	 * i_lock section keeps a refresh from undoing an append that
+	 * finished while the reply was on its way.
+	 */
+	spin_lock(&inode->i_lock);
+	inode->i_mode = (inode->i_mode & S_IFMT) | (attr->mode & ~S_IFMT);
+	inode->i_uid = make_kuid(&init_user_ns, attr->uid);
+	inode->i_gid = make_kgid(&init_user_ns, attr->gid);
+	set_nlink(inode, attr->nlink);
+	pfs_set_am_times(inode, pfs_ts(&attr->atime), mtime);
+	inode_set_ctime_to_ts(inode, ctime);
+	old_size = i_size_read(inode);
+	if (local && size < old_size)
+		size = old_size;
+	i_size_write(inode, size);
+	inode->i_blocks = (size + 511) >> 9;
+	spin_unlock(&inode->i_lock);
+
+	if (S_ISREG(inode->i_mode) && !local && known &&
+	    (size != old_size || !timespec64_equal(&mtime, &old_mtime)))
+		/*
+		 * Someone else changed the file: what we cached goes before
+		 * the next use (pfs_revalidate_mapping), not here, where the
+		 * caller may hold a folio lock.
+		 */
+		set_bit(PFS_INO_INVALID_DATA, &pi->flags);
+	pi->reported_size = attr->size;
+	pi->attr_time = jiffies;
+	set_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
+}
+
+int pfs_revalidate_mapping(struct inode *inode)
+{
+	unsigned long *flags = &PFS_I(inode)->flags;
+	int rc;
+
+	if (!test_and_clear_bit(PFS_INO_INVALID_DATA, flags))
+		return 0;
+	/*
+	 * Unlike invalidate_mapping_pages(), this also drops folios that
+	 * are mapped or still sit in a per-CPU LRU batch.
+	 */
+	rc = invalidate_inode_pages2(inode->i_mapping);
+	if (rc)
+		set_bit(PFS_INO_INVALID_DATA, flags);
+	return rc == -EBUSY ? 0 : rc;
+}
+
+void pfs_i_size_extend(struct inode *inode, loff_t end)
+{
+	if (end <= i_size_read(inode))
+		return;
+	spin_lock(&inode->i_lock);
+	if (end > i_size_read(inode))
+		i_size_write(inode, end);
+	spin_unlock(&inode->i_lock);
+}
+
+static int pfs_inode_test(struct inode *inode, void *data)
+{
+	const struct pfs_entry_id *id = data;
+	const struct pfs_entry_id *have = &PFS_I(inode)->id;
+
+	return have->ino == id->ino && have->owner_node == id->owner_node &&
+	       have->generation == id->generation;
+}
+
+/*
+ * Runs in the transport's receive thread: no sleeping lookups and no
+ * inode references (an iput here could evict), so the inode cache is
+ * searched under RCU (inodes are freed after a grace period). The net
+ * stops before the super block goes away, so sb stays valid here.
+ */
+void pfs_notice(void *ctx, u16 type, const void *payload, u32 len)
+{
+	struct pfs_sb_info *sbi = ctx;
+	struct pfs_invalidate m;
+	struct inode *inode;
+	u32 i;
+
+	if (type != PFS_MSG_INVALIDATE)
+		return;
+	if (pfs_decode(pfs_x_invalidate, &m, payload, len)) {
+		pr_warn_ratelimited("pfs: malformed INVALIDATE notice\n");
+		return;
+	}
+	rcu_read_lock();
+	for (i = 0; i < m.count; i++) {
+		inode = find_inode_rcu(sbi->sb, pfs_ino_of(&m.ids[i]),
+				       pfs_inode_test, &m.ids[i]);
+		if (!inode)
+			continue;
+		pfs_attr_expire(inode);
+		if (S_ISDIR(inode->i_mode))
+			atomic_inc(&PFS_I(inode)->names_gen);
+	}
+	rcu_read_unlock();
+}
+
+static int pfs_inode_set(struct inode *inode, void *data)
+{
+	const struct pfs_entry_id *id = data;
+
+	PFS_I(inode)->id = *id;
+	inode->i_ino = pfs_ino_of(id);
+	return 0;
+}
+
+static void pfs_init_ops(struct inode *inode)
+{
+	switch (inode->i_mode & S_IFMT) {
+	case S_IFREG:
+		inode->i_op = &pfs_file_iops;
+		inode->i_fop = &pfs_file_fops;
+		inode->i_mapping->a_ops = &pfs_aops;
+		break;
+	case S_IFDIR:
+		inode->i_op = &pfs_dir_iops;
+		inode->i_fop = &pfs_dir_fops;
+		break;
+	case S_IFLNK:
+		inode->i_op = &pfs_symlink_iops;
+		inode_nohighmem(inode);
+		break;
+	default:
+		inode->i_op = &pfs_file_iops;
+		init_special_inode(inode, inode->i_mode, 0);
+		break;
+	}
+}
+
+struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr)
+{
+	struct pfs_entry_id id = attr->id;
+	struct inode *inode;
+
+	inode = iget5_locked(sb, pfs_ino_of(&id), pfs_inode_test,
+			     pfs_inode_set, &id);
+	if (!inode)
+		return ERR_PTR(-ENOMEM);
+	if (inode->i_state & I_NEW) {
+		inode->i_mode = attr->mode;
+		pfs_init_ops(inode);
+		pfs_inode_update(inode, attr);
+		unlock_new_inode(inode);
+		return inode;
+	}
+	if ((inode->i_mode ^ attr->mode) & S_IFMT) {
+		/* Same id, other type: the server's bug, not ours to trust. */
+		pr_warn_ratelimited("entry %llu@%u changed type, ignoring\n",
+				    id.ino, id.owner_node);
+		iput(inode);
+		return ERR_PTR(-EIO);
+	}
+	pfs_inode_update(inode, attr);
+	return inode;
+}
+
+int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_layout *copy;
+
+	if (!layout->count)
+		return 0;
+	if (pfs_stripe_check(layout->chunk_size, layout->count))
+		return -EIO;
+	mutex_lock(&pi->layout_lock);
+	if (!pi->layout) {
+		copy = kmemdup(layout, sizeof(*layout), GFP_NOFS);
+		if (!copy) {
+			mutex_unlock(&pi->layout_lock);
+			return -ENOMEM;
+		}
+		/* Readers look without the lock: publish a complete copy. */
+		smp_store_release(&pi->layout, copy);
+	}
+	mutex_unlock(&pi->layout_lock);
+	return 0;
+}
+
+static int pfs_getattr_call(struct inode *inode, struct pfs_attr *attr)
+{
+	struct pfs_entry_id *id = &PFS_I(inode)->id;
+
+	return pfs_meta_attr_msg(inode->i_sb, id, PFS_MSG_GETATTR,
+				 pfs_x_entry_id, id, attr, NULL);
+}
+
+bool pfs_attr_fresh(struct inode *inode)
+{
+	unsigned long when = READ_ONCE(PFS_I(inode)->attr_time);
+
+	return when && time_before(jiffies, when + PFS_SB(inode->i_sb)->attr_ttl);
+}
+
+void pfs_attr_expire(struct inode *inode)
+{
+	WRITE_ONCE(PFS_I(inode)->attr_time, 0);
+}
+
+int pfs_revalidate_inode(struct inode *inode, bool force)
+{
+	struct pfs_attr attr;
+	int rc;
+
+	if (!force && pfs_attr_fresh(inode))
+		return 0;
+	rc = pfs_getattr_call(inode, &attr);
+	if (rc == -ENOENT)
+		rc = -ESTALE;
+	if (rc)
+		return rc;
+	if ((attr.mode ^ inode->i_mode) & S_IFMT)
+		return -ESTALE;
+	pfs_inode_update(inode, &attr);
+	return 0;
+}
+
+int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
+		struct kstat *stat, u32 request_mask, unsigned int flags)
+{
+	struct inode *inode = d_inode(path->dentry);
+	int rc;
+
+	if (!(flags & AT_STATX_DONT_SYNC)) {
+		rc = pfs_revalidate_inode(inode, flags & AT_STATX_FORCE_SYNC);
+		if (rc)
+			return rc;
+	}
+#ifdef PFS_HAVE_GENERIC_FILLATTR_REQUEST_MASK
+	generic_fillattr(idmap, request_mask, inode, stat);
+#else
+	generic_fillattr(idmap, inode, stat);
+#endif
+	return 0;
+}
+
+static void pfs_fill_setattr(struct inode *inode, const struct iattr *ia,
+			     struct pfs_setattr *m)
+{
+	unsigned int valid = ia->ia_valid;
+	struct timespec64 now = current_time(inode);
+
+	m->id = PFS_I(inode)->id;
+	if (valid & ATTR_MODE) {
+		m->valid |= PFS_SET_MODE;
+		m->mode = ia->ia_mode & 07777;
+	}
+	if (valid & ATTR_UID) {
+		m->valid |= PFS_SET_UID;
+		m->uid = from_kuid(&init_user_ns, ia->ia_uid);
+	}
+	if (valid & ATTR_GID) {
+		m->valid |= PFS_SET_GID;
+		m->gid = from_kgid(&init_user_ns, ia->ia_gid);
+	}
+	if ((valid & ATTR_SIZE) && S_ISREG(inode->i_mode)) {
+		m->valid |= PFS_SET_SIZE;
+		m->size = ia->ia_size;
+	}
+	if (valid & ATTR_ATIME) {
+		m->valid |= PFS_SET_ATIME;
+		m->atime = pfs_wire_ts(valid & ATTR_ATIME_SET ? ia->ia_atime : now);
+	}
+	if (valid & ATTR_MTIME) {
+		m->valid |= PFS_SET_MTIME;
+		m->mtime = pfs_wire_ts(valid & ATTR_MTIME_SET ? ia->ia_mtime : now);
+	}
+}
+
+int pfs_apply_setattr(struct inode *inode, struct iattr *ia)
+{
+	struct pfs_setattr m = {};
+	struct pfs_attr attr;
+	int rc;
+
+	pfs_fill_setattr(inode, ia, &m);
+	if (!m.valid)
+		return 0;
+	if (m.valid & PFS_SET_SIZE) {
+		/* Data written so far must land before the cut. */
+		rc = filemap_write_and_wait(inode->i_mapping);
+		if (rc)
+			return rc;
+	}
+	rc = pfs_meta_attr_msg(inode->i_sb, &PFS_I(inode)->id,
+			       PFS_MSG_SETATTR, pfs_x_setattr, &m, &attr, NULL);
+	if (rc)
+		return rc;
+	if (m.valid & PFS_SET_SIZE)
+		truncate_setsize(inode, m.size);
+	pfs_inode_update(inode, &attr);
+	if (m.valid & PFS_SET_SIZE) {
+		i_size_write(inode, m.size);
+		PFS_I(inode)->reported_size = m.size;
+	}
+	return 0;
+}
+
+int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry, struct iattr *ia)
+{
+	struct inode *inode = d_inode(dentry);
+	int rc;
+
+	rc = setattr_prepare(idmap, dentry, ia);
+	if (rc)
+		return rc;
+	if ((ia->ia_valid & ATTR_SIZE) && !S_ISREG(inode->i_mode))
+		return S_ISDIR(inode->i_mode) ? -EISDIR : -EINVAL;
+	rc = pfs_apply_setattr(inode, ia);
+	if (rc)
+		return rc;
+	if (ia->ia_valid & ATTR_MODE) {
+#ifdef PFS_HAVE_POSIX_ACL_CHMOD_DENTRY
+		rc = posix_acl_chmod(idmap, dentry, inode->i_mode);
+#else
+		rc = posix_acl_chmod(idmap, inode, inode->i_mode);
+#endif
+		if (rc && rc != -EOPNOTSUPP)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *pfs_get_link(struct dentry *dentry, struct inode *inode,
+				struct delayed_call *done)
+{
+	struct pfs_rpc rpc = { .type = PFS_MSG_READLINK, .reply_max = 8192 };
+	struct pfs_path *path;
+	u32 len = 0;
+	void *req;
+	int rc;
+
+	if (!dentry)
+		return ERR_PTR(-ECHILD);
+	req = pfs_encode(pfs_x_entry_id, &PFS_I(inode)->id, &len);
+	if (IS_ERR(req))
+		return req;
+	rpc.req = req;
+	rpc.req_len = len;
+	rc = pfs_meta_call(inode->i_sb, &PFS_I(inode)->id, &rpc);
+	kfree(req);
+	path = kmalloc(sizeof(*path), GFP_KERNEL);
+	if (!path)
+		rc = rc ?: -ENOMEM;
+	if (!rc)
+		rc = pfs_decode(pfs_x_path, path, rpc.reply, rpc.reply_len);
+	pfs_rpc_release(&rpc);
+	if (rc) {
+		kfree(path);
+		return ERR_PTR(rc);
+	}
+	/* struct pfs_path is just the NUL-terminated string. */
+	BUILD_BUG_ON(offsetof(struct pfs_path, path) != 0);
+	set_delayed_call(done, kfree_link, path);
+	return path->path;
+}
+
+const struct inode_operations pfs_file_iops = {
+	.getattr	= pfs_getattr,
+	.setattr	= pfs_setattr,
+	.listxattr	= pfs_listxattr,
+	PFS_ACL_IOPS,
+};
+
+const struct inode_operations pfs_symlink_iops = {
+	.get_link	= pfs_get_link,
+	.getattr	= pfs_getattr,
+	.setattr	= pfs_setattr,
+	.listxattr	= pfs_listxattr,
+};

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Advisory locks, enforced cluster-wide by the metadata server that owns
+ * the file: flock(2) and POSIX (fcntl) byte ranges. The server never
+ * waits; a blocking request is our retry loop, interruptible by signals.
+ * A lock the server granted is then recorded locally too, so that the VFS
+ * releases it on close and /proc/locks shows it.
+ *
+ * The server keeps a client's locks as long as its session lives: the
+ * session work below renews it while the file system is mounted.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#if __has_include(<linux/filelock.h>)
+#include <linux/filelock.h>	/* 6.3+ */
+#endif
+#include <linux/sched/signal.h>
+
+#include "pfs.h"
+
+#define PFS_LOCK_RETRY_MIN_MS	5
+#define PFS_LOCK_RETRY_MAX_MS	500
+
+#ifdef PFS_HAVE_FILE_LOCK_CORE
+#define pfs_fl_type(fl)		((fl)->c.flc_type)
+#define pfs_fl_flags(fl)	((fl)->c.flc_flags)
+#define pfs_fl_owner(fl)	((fl)->c.flc_owner)
+#define pfs_fl_pid(fl)		((fl)->c.flc_pid)
+#else
+#define pfs_fl_type(fl)		((fl)->fl_type)
+#define pfs_fl_flags(fl)	((fl)->fl_flags)
+#define pfs_fl_owner(fl)	((fl)->fl_owner)
+#define pfs_fl_pid(fl)		((fl)->fl_pid)
+#endif
+
+static u8 pfs_lock_type(int fl_type)
+{
+	switch (fl_type) {
+	case F_RDLCK:
+		return PFS_LOCK_READ;
+	case F_WRLCK:
+		return PFS_LOCK_WRITE;
+	default:
+		return PFS_LOCK_UNLOCK;
+	}
+}
+
+static void pfs_lock_fill(struct file *file, struct file_lock *fl, u8 kind,
+			  struct pfs_lock_req *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->id = PFS_I(file_inode(file))->id;
+	m->kind = kind;
+	m->type = pfs_lock_type(pfs_fl_type(fl));
+	if (kind == PFS_LOCK_FLOCK) {
+		m->start = 0;
+		m->end = PFS_LOCK_EOF;
+		m->owner = (u64)(uintptr_t)file;
+	} else {
+		m->start = fl->fl_start;
+		m->end = fl->fl_end == OFFSET_MAX ? PFS_LOCK_EOF : fl->fl_end;
+		m->owner = (u64)(uintptr_t)pfs_fl_owner(fl);
+	}
+	m->pid = task_tgid_nr(current);
+}
+
+/* One LOCK request: 0 granted, -EAGAIN conflict, or another error. */
+static int pfs_lock_once(struct inode *inode, const struct pfs_lock_req *m)
+{
+	return pfs_meta_simple(inode->i_sb, &PFS_I(inode)->id, PFS_MSG_LOCK,
+			       pfs_x_lock_req, (struct pfs_lock_req *)m);
+}
+
+static int pfs_lock_wait(struct inode *inode, const struct pfs_lock_req *m,
+			 bool wait)
+{
+	unsigned int delay_ms = PFS_LOCK_RETRY_MIN_MS;
+	int rc;
+
+	for (;;) {
+		rc = pfs_lock_once(inode, m);
+		if (rc != -EAGAIN || !wait)
+			return rc;
+		if (schedule_timeout_interruptible(msecs_to_jiffies(delay_ms)) ||
+		    signal_pending(current))
+			return -ERESTARTSYS;
+		delay_ms = min(delay_ms * 2, PFS_LOCK_RETRY_MAX_MS);
+	}
+}
+
+/* Takes or drops the lock on the server, then mirrors it locally. */
+static int pfs_set_lock(struct file *file, struct file_lock *fl, u8 kind,
+			bool wait)
+{
+	struct inode *inode = file_inode(file);
+	struct pfs_lock_req m;
+	int rc;
+
+	pfs_lock_fill(file, fl, kind, &m);
+	if (m.type == PFS_LOCK_UNLOCK) {
+		/* Drop it locally even when the server is gone. */
+		rc = pfs_lock_once(inode, &m);
+		pfs_fl_flags(fl) &= ~FL_SLEEP;
+		locks_lock_file_wait(file, fl);
+		return rc;
+	}
+	rc = pfs_lock_wait(inode, &m, wait);
+	if (rc == -EAGAIN && kind == PFS_LOCK_FLOCK)
+		rc = -EWOULDBLOCK;
+	if (rc)
+		return rc;
+	/* Granted by the server: nothing local can conflict. */
+	pfs_fl_flags(fl) &= ~FL_SLEEP;
+	rc = locks_lock_file_wait(file, fl);
+	if (rc) {
+		m.type = PFS_LOCK_UNLOCK;
+		pfs_lock_once(inode, &m);
+	}
+	return rc;
+}
+
+static int pfs_get_lock(struct file *file, struct file_lock *fl)
+{
+	struct inode *inode = file_inode(file);
+	struct pfs_rpc rpc = { .type = PFS_MSG_GETLK, .reply_max = 256 };
+	struct pfs_lock_conflict c;
+	struct pfs_lock_req m;
+	u32 len = 0;
+	void *req;
+	int rc;
+
+	pfs_lock_fill(file, fl, PFS_LOCK_POSIX, &m);
+	req = pfs_encode(pfs_x_lock_req, &m, &len);
+	if (IS_ERR(req))
+		return PTR_ERR(req);
+	rpc.req = req;
+	rpc.req_len = len;
+	rc = pfs_meta_call(inode->i_sb, &m.id, &rpc);
+	kfree(req);
+	if (!rc)
+		rc = pfs_decode(pfs_x_lock_conflict, &c, rpc.reply,
+				rpc.reply_len);
+	pfs_rpc_release(&rpc);
+	if (rc)
+		return rc;
+	if (c.type == PFS_LOCK_UNLOCK) {
+		pfs_fl_type(fl) = F_UNLCK;
+		return 0;
+	}
+	pfs_fl_type(fl) = c.type == PFS_LOCK_READ ? F_RDLCK : F_WRLCK;
+	fl->fl_start = c.start;
+	fl->fl_end = c.end == PFS_LOCK_EOF || c.end > OFFSET_MAX ?
+		     OFFSET_MAX : c.end;
+	/* A holder on another client has no pid here. */
+	pfs_fl_pid(fl) = c.client_id == PFS_SB(inode->i_sb)->client_id ?
+			 c.pid : 0;
+	return 0;
+}
+
+int pfs_lock(struct file *file, int cmd, struct file_lock *fl)
+{
+	if (!(pfs_fl_flags(fl) & FL_POSIX))
+		return -ENOLCK;
+	if (IS_GETLK(cmd))
+		return pfs_get_lock(file, fl);
+	return pfs_set_lock(file, fl, PFS_LOCK_POSIX, IS_SETLKW(cmd));
+}
+
+int pfs_flock(struct file *file, int cmd, struct file_lock *fl)
+{
+	if (!(pfs_fl_flags(fl) & FL_FLOCK))
+		return -ENOLCK;
+	return pfs_set_lock(file, fl, PFS_LOCK_FLOCK,
+			    pfs_fl_flags(fl) & FL_SLEEP);
+}

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Requests to metadata servers. Every entry lives on the metadata node
+ * named in its id (owner_node), so a request about an entry, or about a
+ * name in a directory, goes to that entry's or directory's owner.
+ */
+#include "pfs.h"
+
+int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		  struct pfs_rpc *rpc)
+{
+	struct pfs_node *node;
+	int rc;
+
+	node = pfs_net_meta_node(PFS_SB(sb)->net, owner->owner_node);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	rc = pfs_rpc_call(node, rpc);
+	pfs_node_put(node);
+	return rc;
+}
+
+int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		       u16 type, const void *req, u32 req_len,
+		       struct pfs_attr *attr, struct pfs_layout *layout)
+{
+	struct pfs_rpc rpc = {
+		.type = type,
+		.req = req,
+		.req_len = req_len,
+		.reply_max = 64 << 10,
+	};
+	struct pfs_xdr x;
+	int rc;
+
+	rc = pfs_meta_call(sb, owner, &rpc);
+	if (rc)
+		goto out;
+	pfs_xdr_init_decode(&x, rpc.reply, rpc.reply_len);
+	pfs_x_attr(&x, attr);
+	/* A layout follows the attributes of files (CREATE, OPEN). */
+	if (layout && pfs_xdr_remaining(&x))
+		pfs_x_layout(&x, layout);
+	else if (layout)
+		layout->count = 0;
+	rc = pfs_xdr_finish(&x) ? -EIO : 0;
+	if (rc)
+		pr_warn_ratelimited("pfs: malformed %s reply\n",
+				    pfs_msg_name(type));
+out:
+	pfs_rpc_release(&rpc);
+	return rc;
+}

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Names: lookup and the dentry cache's bounded staleness, and the
+ * operations that change a directory (create, mkdir, symlink, link,
+ * unlink, rmdir, rename). Every one is a single request to the metadata
+ * server that owns the directory.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/namei.h>
+#include <linux/posix_acl.h>
+#include <linux/xattr.h>
+
+#include "pfs.h"
+
+static int pfs_set_name(char *out, const struct qstr *name)
+{
+	if (name->len >= PFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(out, name->name, name->len);
+	out[name->len] = '\0';
+	return 0;
+}
+
+/* LOOKUP of name in dir: 0 with *attr, -ENOENT, or another error. */
+static int pfs_lookup_name(struct inode *dir, const struct qstr *name,
+			   struct pfs_attr *attr)
+{
+	struct pfs_name_req *m;
+	int rc;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->dir = PFS_I(dir)->id;
+	rc = pfs_set_name(m->name, name);
+	if (!rc)
+		rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LOOKUP,
+				       pfs_x_name_req, m, attr, NULL);
+	kfree(m);
+	return rc;
+}
+
+/*
+ * A dentry is trusted for attr_ttl after it was verified, unless the
+ * metadata server said in between that names in its directory changed
+ * (pfs_notice bumps the directory's names_gen). gen: the directory's
+ * names_gen sampled before the request that verified the dentry.
+ */
+static unsigned int pfs_names_gen(struct inode *dir)
+{
+	return atomic_read(&PFS_I(dir)->names_gen);
+}
+
+static void pfs_dentry_stamp(struct dentry *dentry, unsigned int gen)
+{
+	WRITE_ONCE(dentry->d_fsdata, (void *)(unsigned long)gen);
+	WRITE_ONCE(dentry->d_time, jiffies);
+}
+
+static bool pfs_dentry_fresh(struct dentry *dentry)
+{
+	unsigned long ttl = PFS_SB(dentry->d_sb)->attr_ttl;
+	unsigned long when = READ_ONCE(dentry->d_time);
+	struct inode *dir;
+	bool fresh;
+
+	if (!when || !time_before(jiffies, when + ttl))
+		return false;
+	rcu_read_lock();
+	dir = d_inode_rcu(READ_ONCE(dentry->d_parent));
+	fresh = dir && (unsigned long)READ_ONCE(dentry->d_fsdata) ==
+		       pfs_names_gen(dir);
+	rcu_read_unlock();
+	return fresh;
+}
+
+static struct dentry *pfs_lookup(struct inode *dir, struct dentry *dentry,
+				 unsigned int flags)
+{
+	unsigned int gen = pfs_names_gen(dir);
+	struct inode *inode = NULL;
+	struct pfs_attr attr;
+	int rc;
+
+	if (dentry->d_name.len >= PFS_NAME_MAX)
+		return ERR_PTR(-ENAMETOOLONG);
+	/*
+	 * O_CREAT|O_EXCL: the create that follows finds out whether the
+	 * name exists, so the lookup round trip is not needed.
+	 */
+	if ((flags & (LOOKUP_CREATE | LOOKUP_EXCL)) ==
+	    (LOOKUP_CREATE | LOOKUP_EXCL)) {
+		dentry->d_time = 0;	/* unverified: revalidate next time */
+		return d_splice_alias(NULL, dentry);
+	}
+	rc = pfs_lookup_name(dir, &dentry->d_name, &attr);
+	if (rc && rc != -ENOENT)
+		return ERR_PTR(rc);
+	if (!rc) {
+		inode = pfs_iget(dir->i_sb, &attr);
+		if (IS_ERR(inode))
+			return ERR_CAST(inode);
+	}
+	pfs_dentry_stamp(dentry, gen);
+	return d_splice_alias(inode, dentry);
+}
+
+/*
+ * A cached name is trusted for attr_ttl; after that one LOOKUP decides
+ * whether it still names the same entry.
+ */
+static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
+{
+	struct inode *inode;
+	struct dentry *parent;
+	struct pfs_attr attr;
+	unsigned int gen;
+	int rc;
+
+	/* LOOKUP_REVAL: the VFS retries after ESTALE and wants the truth. */
+	if (!(flags & LOOKUP_REVAL) && pfs_dentry_fresh(dentry))
+		return 1;
+	if (flags & LOOKUP_RCU)
+		return -ECHILD;
+
+	parent = dget_parent(dentry);
+	gen = pfs_names_gen(d_inode(parent));
+	rc = pfs_lookup_name(d_inode(parent), &dentry->d_name, &attr);
+	dput(parent);
+	inode = d_inode(dentry);
+	if (rc == -ENOENT) {
+		if (inode)
+			return 0;
+		pfs_dentry_stamp(dentry, gen);
+		return 1;
+	}
+	if (rc)
+		return rc;
+	if (!inode || memcmp(&attr.id, &PFS_I(inode)->id, sizeof(attr.id)) ||
+	    ((attr.mode ^ inode->i_mode) & S_IFMT))
+		return 0;
+	pfs_inode_update(inode, &attr);
+	pfs_dentry_stamp(dentry, gen);
+	return 1;
+}
+
+const struct dentry_operations pfs_dentry_ops = {
+	.d_revalidate	= pfs_d_revalidate,
+};
+
+/* Default ACLs of the parent become the new entry's (after creation). */
+static int pfs_apply_acls(struct inode *inode, struct posix_acl *default_acl,
+			  struct posix_acl *acl)
+{
+	int rc = 0;
+
+	if (default_acl)
+		rc = pfs_set_acl(PFS_NOP_IDMAP, inode, default_acl,
+				 ACL_TYPE_DEFAULT);
+	if (!rc && acl)
+		rc = pfs_set_acl(PFS_NOP_IDMAP, inode, acl, ACL_TYPE_ACCESS);
+	return rc;
+}
+
+/* CREATE or MKDIR of dentry in dir, instantiating it on success. */
+static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
+			  umode_t mode, u32 flags)
+{
+	struct posix_acl *default_acl = NULL, *acl = NULL;
+	struct pfs_layout *layout = NULL;
+	struct pfs_create *m;
+	struct pfs_attr attr;
+	struct inode *inode;
+	int rc;
+
+	rc = posix_acl_create(dir, &mode, &default_acl, &acl);
+	if (rc)
+		return rc;
+	rc = -ENOMEM;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (type == PFS_MSG_CREATE)
+		layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!m || (type == PFS_MSG_CREATE && !layout))
+		goto out;
+	m->dir = PFS_I(dir)->id;
+	m->mode = mode & 07777;
+	m->flags = flags;
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (rc)
+		goto out;
+	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
+			       &attr, layout);
+	pfs_attr_expire(dir);
+	if (rc)
+		goto out;
+	inode = pfs_iget(dir->i_sb, &attr);
+	rc = PTR_ERR_OR_ZERO(inode);
+	if (rc)
+		goto out;
+	if (layout)
+		rc = pfs_inode_set_layout(inode, layout);
+	if (!rc)
+		rc = pfs_apply_acls(inode, default_acl, acl);
+	if (rc) {
+		iput(inode);
+		goto out;
+	}
+	d_instantiate(dentry, inode);
+	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+out:
+	posix_acl_release(default_acl);
+	posix_acl_release(acl);
+	kfree(layout);
+	kfree(m);
+	return rc;
+}
+
+static int pfs_create(pfs_idmap_t *idmap, struct inode *dir,
+		      struct dentry *dentry, umode_t mode, bool excl)
+{
+	return pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
+			      excl ? PFS_CREATE_EXCL : 0);
+}
+
+static int pfs_mkdir(pfs_idmap_t *idmap, struct inode *dir,
+		     struct dentry *dentry, umode_t mode)
+{
+	return pfs_make_entry(dir, dentry, PFS_MSG_MKDIR, mode | S_IFDIR, 0);
+}
+
+static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
+		       struct dentry *dentry, const char *target)
+{
+	struct pfs_symlink *m;
+	struct pfs_attr attr;
+	struct inode *inode;
+	int rc;
+
+	if (strlen(target) >= PFS_PATH_MAX)
+		return -ENAMETOOLONG;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->dir = PFS_I(dir)->id;
+	strscpy(m->target, target, sizeof(m->target));
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (rc)
+		goto out;
+	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_SYMLINK,
+			       pfs_x_symlink, m, &attr, NULL);
+	pfs_attr_expire(dir);
+	if (rc)
+		goto out;
+	inode = pfs_iget(dir->i_sb, &attr);
+	rc = PTR_ERR_OR_ZERO(inode);
+	if (rc)
+		goto out;
+	d_instantiate(dentry, inode);
+	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+out:
+	kfree(m);
+	return rc;
+}
+
+static int pfs_link(struct dentry *old_dentry, struct inode *dir,
+		    struct dentry *dentry)
+{
+	struct inode *inode = d_inode(old_dentry);
+	struct pfs_link *m;
+	struct pfs_attr attr;
+	int rc;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->id = PFS_I(inode)->id;
+	m->dir = PFS_I(dir)->id;
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (rc)
+		goto out;
+	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
+			       m, &attr, NULL);
+	pfs_attr_expire(dir);
+	if (rc)
+		goto out;
+	pfs_inode_update(inode, &attr);
+	ihold(inode);
+	d_instantiate(dentry, inode);
+	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+out:
+	kfree(m);
+	return rc;
+}
+
+/* UNLINK or RMDIR of dentry's name in dir. */
+static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
+{
+	struct inode *inode = d_inode(dentry);
+	struct pfs_name_req *m;
+	int rc;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->dir = PFS_I(dir)->id;
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (!rc)
+		rc = pfs_meta_simple(dir->i_sb, &m->dir, type, pfs_x_name_req,
+				     m);
+	kfree(m);
+	pfs_attr_expire(dir);
+	if (rc)
+		return rc;
+	if (type == PFS_MSG_RMDIR)
+		clear_nlink(inode);
+	else if (inode->i_nlink)
+		drop_nlink(inode);
+	pfs_attr_expire(inode);
+	return 0;
+}
+
+static int pfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	return pfs_remove(dir, dentry, PFS_MSG_UNLINK);
+}
+
+static int pfs_rmdir(struct inode *dir, struct dentry *dentry)
+{
+	return pfs_remove(dir, dentry, PFS_MSG_RMDIR);
+}
+
+static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
+		      struct dentry *old_dentry, struct inode *new_dir,
+		      struct dentry *new_dentry, unsigned int flags)
+{
+	struct inode *target = d_inode(new_dentry);
+	struct pfs_rename *m;
+	int rc;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->src_dir = PFS_I(old_dir)->id;
+	m->dst_dir = PFS_I(new_dir)->id;
+	m->flags = flags;
+	rc = pfs_set_name(m->src_name, &old_dentry->d_name);
+	if (!rc)
+		rc = pfs_set_name(m->dst_name, &new_dentry->d_name);
+	if (!rc)
+		rc = pfs_meta_simple(old_dir->i_sb, &m->src_dir,
+				     PFS_MSG_RENAME, pfs_x_rename, m);
+	kfree(m);
+	pfs_attr_expire(old_dir);
+	pfs_attr_expire(new_dir);
+	if (rc)
+		return rc;
+	pfs_attr_expire(d_inode(old_dentry));
+	if (target) {
+		if (!(flags & RENAME_EXCHANGE)) {
+			if (S_ISDIR(target->i_mode))
+				clear_nlink(target);
+			else if (target->i_nlink)
+				drop_nlink(target);
+		}
+		pfs_attr_expire(target);
+	}
+	/* d_move() swaps their places after this returns. */
+	pfs_dentry_stamp(old_dentry, pfs_names_gen(new_dir));
+	pfs_dentry_stamp(new_dentry, pfs_names_gen(old_dir));
+	return 0;
+}
+
+static int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
+{
+	if (mask & MAY_NOT_BLOCK) {
+		if (!pfs_attr_fresh(inode))
+			return -ECHILD;
+	} else {
+		int rc = pfs_revalidate_inode(inode, false);
+
+		if (rc)
+			return rc;
+	}
+	return generic_permission(idmap, inode, mask);
+}
+
+const struct inode_operations pfs_dir_iops = {
+	.lookup		= pfs_lookup,
+	.create		= pfs_create,
+	.mkdir		= pfs_mkdir,
+	.symlink	= pfs_symlink,
+	.link		= pfs_link,
+	.unlink		= pfs_unlink,
+	.rmdir		= pfs_rmdir,
+	.rename		= pfs_rename,
+	.permission	= pfs_permission,
+	.getattr	= pfs_getattr,
+	.setattr	= pfs_setattr,
+	.listxattr	= pfs_listxattr,
+	PFS_ACL_IOPS,
+};

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One authenticated connection to a server. Any number of requests are in
+ * flight on it at once: each gets a request id in the connection's table,
+ * senders take turns writing whole frames, and a kernel thread reads
+ * frames and hands every reply to the request with its id, in whatever
+ * order the server answers.
+ *
+ * Who finishes a request: whoever takes it out of the table (the receiving
+ * thread with its reply, a kill with an error, or the waiter giving up).
+ * Only the taker writes to the request and completes it, so a reply that
+ * arrives after its waiter timed out finds no entry and is dropped, never
+ * touching freed memory. A waiter that finds its request already taken
+ * waits for the taker, which is bounded: a reply's payload is read under
+ * the request timeout, and a kill shuts the socket down.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/kthread.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/uidgid.h>
+
+#include "net_int.h"
+
+#define PFS_SCRATCH_SIZE	4096
+#define PFS_NOTIFY_MAX		(64u << 10)
+/* The s32 status and, when it is not OK, its u16-counted message. */
+#define PFS_STATUS_WIRE_MAX	(4 + 2 + PFS_STATUS_MSG_MAX)
+
+void pfs_frame_header(struct pfs_net *net, u16 type, u64 request_id,
+		      u32 payload_len, u8 *out)
+{
+	struct pfs_header h = {
+		.magic = PFS_PROTO_MAGIC,
+		.version = PFS_PROTO_VERSION,
+		.type = type,
+		.payload_len = payload_len,
+		.request_id = request_id,
+		.uid = from_kuid_munged(&init_user_ns, current_fsuid()),
+		.gid = from_kgid_munged(&init_user_ns, current_fsgid()),
+		.client_id = net->cfg.client_id,
+		.client_seq = atomic64_inc_return(&net->client_seq),
+	};
+
+	pfs_header_encode(&h, out);
+}
+
+/* Takes rpc out of the table if it is still there: the caller owns it. */
+static bool pfs_conn_unlink(struct pfs_conn *c, struct pfs_rpc *rpc)
+{
+	if (xa_cmpxchg(&c->reqs, (unsigned long)rpc->request_id, rpc, NULL,
+		       0) != rpc)
+		return false;
+	atomic_dec(&c->in_flight);
+	return true;
+}
+
+static struct pfs_rpc *pfs_conn_take(struct pfs_conn *c, u64 id)
+{
+	struct pfs_rpc *rpc;
+
+	if (id < 2 || id > U32_MAX)
+		return NULL;
+	rpc = xa_erase(&c->reqs, (unsigned long)id);
+	if (rpc)
+		atomic_dec(&c->in_flight);
+	return rpc;
+}
+
+/* The last touch of a taken request: its waiter may free it right after. */
+static void pfs_rpc_finish(struct pfs_rpc *rpc, int err)
+{
+	rpc->error = err;
+	complete(&rpc->done);
+}
+
+void pfs_conn_kill(struct pfs_conn *c, int err)
+{
+	struct pfs_rpc *rpc;
+	unsigned long id;
+
+	xa_lock(&c->reqs);
+	if (c->dead) {
+		xa_unlock(&c->reqs);
+		return;
+	}
+	c->dead = true;
+	xa_unlock(&c->reqs);
+	c->xprt->ops->shutdown(c->xprt);
+	xa_for_each(&c->reqs, id, rpc) {
+		if (pfs_conn_unlink(c, rpc))
+			pfs_rpc_finish(rpc, err);
+	}
+}
+
+static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
+			 unsigned int nhead, struct iov_iter *data)
+{
+	int err;
+
+	if (mutex_lock_killable(&c->send_lock))
+		return -EINTR;
+	if (pfs_conn_dead(c))
+		err = -ENOTCONN;
+	else
+		err = c->xprt->ops->send(c->xprt, head, nhead, data);
+	mutex_unlock(&c->send_lock);
+	return err;
+}
+
+static void pfs_rpc_detach(struct pfs_rpc *rpc)
+{
+	struct pfs_conn *c = rpc->conn;
+
+	rpc->conn = NULL;
+	pfs_conn_put(c);
+}
+
+int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
+{
+	size_t data_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
+	u8 hdr[PFS_HEADER_SIZE];
+	struct kvec head[2];
+	u32 id = 0;
+	int err;
+
+	init_completion(&rpc->done);
+	rpc->status = 0;
+	rpc->error = 0;
+	rpc->reply = NULL;
+	rpc->reply_len = 0;
+	rpc->data_len = 0;
+	rpc->conn = NULL;
+	/* The receiving thread cannot write to a user's address space. */
+	if (rpc->reply_data && user_backed_iter(rpc->reply_data))
+		return -EINVAL;
+	if (rpc->req_len > PFS_MAX_PAYLOAD ||
+	    data_len > PFS_MAX_PAYLOAD - rpc->req_len)
+		return -EMSGSIZE;
+
+	xa_lock(&c->reqs);
+	err = -ENOTCONN;
+	if (!c->dead) {
+		err = __xa_alloc_cyclic(&c->reqs, &id, rpc,
+					XA_LIMIT(2, U32_MAX), &c->next_id,
+					GFP_NOFS);
+		/* Allocating may drop the lock: a kill may have swept by. */
+		if (err >= 0 && c->dead) {
+			__xa_erase(&c->reqs, id);
+			err = -ENOTCONN;
+		}
+	}
+	if (err >= 0) {
+		atomic_inc(&c->in_flight);
+		err = 0;
+	}
+	xa_unlock(&c->reqs);
+	if (err)
+		return err;
+	pfs_conn_get(c);
+	rpc->conn = c;
+	rpc->request_id = id;
+	rpc->deadline = jiffies + msecs_to_jiffies(c->net->cfg.timeout_ms);
+
+	pfs_frame_header(c->net, rpc->type, id, rpc->req_len + data_len, hdr);
+	head[0] = (struct kvec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	head[1] = (struct kvec){ .iov_base = (void *)rpc->req,
+				 .iov_len = rpc->req_len };
+	err = pfs_conn_send(c, head, rpc->req_len ? 2 : 1, rpc->req_data);
+	if (!err)
+		return 0;
+	if (!pfs_conn_unlink(c, rpc)) {
+		/* A kill took it and completes it: pfs_rpc_wait reports. */
+		return 0;
+	}
+	pfs_rpc_detach(rpc);
+	if (err == -EINTR || err == -ENOTCONN)
+		return err;
+	/* Part of a frame may be on the wire: nobody can use the stream. */
+	pr_warn_ratelimited("%s: send failed (%d), dropping connection\n",
+			    c->peer, err);
+	pfs_conn_kill(c, -EIO);
+	return -EIO;
+}
+
+int pfs_rpc_wait(struct pfs_rpc *rpc)
+{
+	struct pfs_conn *c = rpc->conn;
+	long left;
+	int err;
+
+	if (WARN_ON_ONCE(!c))
+		return -EINVAL;
+	left = (long)(rpc->deadline - jiffies);
+	left = wait_for_completion_killable_timeout(&rpc->done,
+						    left > 0 ? left : 0);
+	if (left <= 0) {
+		err = left ? -EINTR : -ETIMEDOUT;
+		if (pfs_conn_unlink(c, rpc)) {
+			rpc->error = err;
+			if (err == -ETIMEDOUT)
+				pr_warn_ratelimited("%s: %s timed out after %u ms\n",
+						    c->peer,
+						    pfs_msg_name(rpc->type),
+						    c->net->cfg.timeout_ms);
+		} else {
+			wait_for_completion(&rpc->done);
+		}
+	}
+	pfs_rpc_detach(rpc);
+	rpc->status = rpc->error ?: rpc->status;
+	return rpc->status;
+}
+
+void pfs_rpc_release(struct pfs_rpc *rpc)
+{
+	/* Started but never waited for: take it back or let it finish. */
+	if (rpc->conn) {
+		if (!pfs_conn_unlink(rpc->conn, rpc))
+			wait_for_completion(&rpc->done);
+		pfs_rpc_detach(rpc);
+	}
+	kvfree(rpc->reply);
+	rpc->reply = NULL;
+	rpc->reply_len = 0;
+	rpc->data_len = 0;
+}
+
+/* ---- the receiving side ---- */
+
+/* What is left of the time the current frame's payload may take. */
+static long pfs_conn_timeo(struct pfs_conn *c)
+{
+	long left = (long)(c->rx_deadline - jiffies);
+
+	return left > 0 ? left : 0;
+}
+
+static int pfs_conn_recv(struct pfs_conn *c, void *buf, size_t len)
+{
+	return pfs_xprt_recv_buf(c->xprt, buf, len, pfs_conn_timeo(c));
+}
+
+static int pfs_conn_discard(struct pfs_conn *c, u32 len)
+{
+	int err = 0;
+
+	while (len && !err) {
+		u32 n = min_t(u32, len, PFS_SCRATCH_SIZE);
+
+		err = pfs_conn_recv(c, c->scratch, n);
+		len -= n;
+	}
+	return err;
+}
+
+/*
+ * The receiving helpers below return an error only when the byte stream is
+ * lost (the connection dies); what the request itself gets is in *res.
+ */
+
+/* A non-OK status whose 4 bytes are in scratch; rest bytes follow. */
+static int pfs_conn_rx_status(struct pfs_conn *c, struct pfs_rpc *rpc,
+			      u32 rest, int *res)
+{
+	/* The decoded status lives in the upper half of scratch. */
+	struct pfs_reply_status *st = (void *)(c->scratch +
+					       PFS_SCRATCH_SIZE / 2);
+	struct pfs_xdr x;
+	int err;
+
+	BUILD_BUG_ON(PFS_STATUS_WIRE_MAX > PFS_SCRATCH_SIZE / 2 ||
+		     sizeof(*st) > PFS_SCRATCH_SIZE / 2);
+	if (rest > PFS_STATUS_WIRE_MAX - 4)
+		return -EMSGSIZE;
+	err = pfs_conn_recv(c, c->scratch + 4, rest);
+	if (err)
+		return err;
+	pfs_xdr_init_decode(&x, c->scratch, 4 + rest);
+	pfs_x_reply_status(&x, st);
+	if (pfs_xdr_finish(&x)) {
+		pr_warn_ratelimited("%s: malformed %s reply status\n", c->peer,
+				    pfs_msg_name(rpc->type));
+		*res = -EIO;
+		return 0;
+	}
+	pr_debug("%s: %s: %s (%s)\n", c->peer, pfs_msg_name(rpc->type),
+		 pfs_status_name(st->status), st->message);
+	rpc->status = pfs_status_to_errno(st->status);
+	*res = 0;
+	return 0;
+}
+
+/* The OK reply's body of len bytes: into reply_data or a new buffer. */
+static int pfs_conn_rx_body(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len,
+			    int *res)
+{
+	struct iov_iter *to = rpc->reply_data;
+	void *buf;
+	int err;
+
+	if (to) {
+		size_t room = iov_iter_count(to);
+
+		if (len > room)
+			return -EMSGSIZE;
+		iov_iter_truncate(to, len);
+		err = c->xprt->ops->recv(c->xprt, to, pfs_conn_timeo(c));
+		iov_iter_reexpand(to, iov_iter_count(to) + room - len);
+		if (err)
+			return err;
+		rpc->data_len = len;
+	} else if (len) {
+		if (len > (rpc->reply_max ?: PFS_MAX_PAYLOAD))
+			return -EMSGSIZE;
+		buf = kvmalloc(len, GFP_NOFS);
+		if (!buf) {
+			*res = -ENOMEM;
+			return pfs_conn_discard(c, len);
+		}
+		err = pfs_conn_recv(c, buf, len);
+		if (err) {
+			kvfree(buf);
+			return err;
+		}
+		rpc->reply = buf;
+		rpc->reply_len = len;
+	}
+	*res = 0;
+	return 0;
+}
+
+static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
+{
+	struct pfs_rpc *rpc = pfs_conn_take(c, h->request_id);
+	int res = -EIO;
+	s32 status;
+	int err;
+
+	if (!rpc)			/* its waiter gave up on it */
+		return pfs_conn_discard(c, h->payload_len);
+	if (h->type != rpc->type || h->payload_len < 4) {
+		pr_warn_ratelimited("%s: malformed reply to %s\n", c->peer,
+				    pfs_msg_name(rpc->type));
+		pfs_rpc_finish(rpc, -EIO);
+		return pfs_conn_discard(c, h->payload_len);
+	}
+	err = pfs_conn_recv(c, c->scratch, 4);
+	if (!err) {
+		status = (s32)le32_to_cpup((__le32 *)c->scratch);
+		if (status != PFS_OK)
+			err = pfs_conn_rx_status(c, rpc, h->payload_len - 4,
+						 &res);
+		else
+			err = pfs_conn_rx_body(c, rpc, h->payload_len - 4,
+					       &res);
+	}
+	if (err == -EMSGSIZE)
+		pr_warn_ratelimited("%s: %s reply of %u bytes is larger than asked for\n",
+				    c->peer, pfs_msg_name(rpc->type),
+				    h->payload_len);
+	pfs_rpc_finish(rpc, err ? -EIO : res);
+	return err;
+}
+
+static int pfs_conn_rx_notify(struct pfs_conn *c, const struct pfs_header *h)
+{
+	const struct pfs_net_config *cfg = &c->net->cfg;
+	void *buf;
+	int err;
+
+	if (h->payload_len > PFS_NOTIFY_MAX)
+		return -EMSGSIZE;
+	buf = kvmalloc(h->payload_len ?: 1, GFP_NOFS);
+	if (!buf)
+		return pfs_conn_discard(c, h->payload_len);
+	err = pfs_conn_recv(c, buf, h->payload_len);
+	if (!err) {
+		if (h->type == PFS_MSG_MAP_CHANGED)
+			pfs_map_schedule(c->net, 0);
+		else if (cfg->notify)
+			cfg->notify(cfg->notify_ctx, h->type, buf,
+				    h->payload_len);
+	}
+	kvfree(buf);
+	return err;
+}
+
+static int pfs_conn_rx_frame(struct pfs_conn *c)
+{
+	u8 raw[PFS_HEADER_SIZE];
+	struct pfs_header h;
+	int err;
+
+	/*
+	 * An idle connection may stay silent for ever; once a frame has
+	 * begun, all of it must come within the timeout.
+	 */
+	err = pfs_xprt_recv_buf(c->xprt, raw, 1, MAX_SCHEDULE_TIMEOUT);
+	if (err)
+		return err;
+	c->rx_deadline = jiffies + msecs_to_jiffies(c->net->cfg.timeout_ms);
+	err = pfs_conn_recv(c, raw + 1, sizeof(raw) - 1);
+	if (err)
+		return err;
+	err = pfs_header_decode(&h, raw, sizeof(raw));
+	if (err) {
+		pr_warn_ratelimited("%s: malformed frame header (%d)\n",
+				    c->peer, err);
+		return -EBADMSG;
+	}
+	if (h.flags & PFS_FLAG_NOTIFY)
+		return pfs_conn_rx_notify(c, &h);
+	if (!(h.flags & PFS_FLAG_REPLY)) {
+		pr_warn_ratelimited("%s: server sent a request (%s)\n",
+				    c->peer, pfs_msg_name(h.type));
+		return -EBADMSG;
+	}
+	return pfs_conn_rx_reply(c, &h);
+}
+
+static int pfs_conn_rx_thread(void *arg)
+{
+	struct pfs_conn *c = arg;
+	/* Replies finish page-cache writeback: never recurse into it. */
+	unsigned int nofs = memalloc_nofs_save();
+	int err = 0;
+
+	while (!err && !kthread_should_stop())
+		err = pfs_conn_rx_frame(c);
+	if (!READ_ONCE(c->closing) && !pfs_conn_dead(c))
+		pr_info_ratelimited("%s: connection lost (%d)\n", c->peer, err);
+	pfs_conn_kill(c, -EIO);
+	/* Lost mgmtd: reconnect and resubscribe, the map may have changed. */
+	if (c->mgmt && !READ_ONCE(c->closing))
+		pfs_map_schedule(c->net, 0);
+	memalloc_nofs_restore(nofs);
+	return 0;
+}
+
+static int pfs_conn_register(struct pfs_conn *c)
+{
+	struct pfs_net *net = c->net;
+	int err;
+
+	mutex_lock(&net->conns_lock);
+	/* Checked under the lock abort and stop walk the list under. */
+	err = pfs_net_check(net);
+	if (!err)
+		list_add_tail(&c->link, &net->conns);
+	mutex_unlock(&net->conns_lock);
+	return err;
+}
+
+static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
+					   const struct sockaddr_storage *addr,
+					   const char *peer, bool mgmt)
+{
+	const struct pfs_net_config *cfg = &net->cfg;
+	unsigned long deadline = jiffies +
+				 msecs_to_jiffies(cfg->connect_timeout_ms);
+	struct pfs_xprt *x;
+	struct pfs_conn *c;
+	int err;
+
+	c = kzalloc(sizeof(*c), GFP_NOFS);
+	if (!c)
+		return ERR_PTR(-ENOMEM);
+	c->scratch = kmalloc(PFS_SCRATCH_SIZE, GFP_NOFS);
+	if (!c->scratch) {
+		kfree(c);
+		return ERR_PTR(-ENOMEM);
+	}
+	kref_init(&c->ref);
+	mutex_init(&c->send_lock);
+	xa_init_flags(&c->reqs, XA_FLAGS_ALLOC);
+	INIT_LIST_HEAD(&c->link);
+	c->next_id = 2;		/* 1 is the handshake's */
+	c->mgmt = mgmt;
+	strscpy(c->peer, peer, sizeof(c->peer));
+	pfs_net_get(net);
+	c->net = net;
+
+	x = net->ops->connect(net->netns, addr, cfg->connect_timeout_ms,
+			      cfg->timeout_ms);
+	if (IS_ERR(x)) {
+		err = PTR_ERR(x);
+		goto fail;
+	}
+	c->xprt = x;
+	err = pfs_auth_handshake(net, x, c->peer, deadline);
+	if (err)
+		goto fail;
+	err = pfs_conn_register(c);
+	if (err)
+		goto fail;
+	c->rx = kthread_create(pfs_conn_rx_thread, c, "pfs-rx");
+	if (IS_ERR(c->rx)) {
+		err = PTR_ERR(c->rx);
+		c->rx = NULL;
+		pfs_conn_put(c);
+		return ERR_PTR(err);
+	}
+	get_task_struct(c->rx);
+	wake_up_process(c->rx);
+	return c;
+
+fail:
+	if (c->xprt)
+		c->xprt->ops->destroy(c->xprt);
+	pfs_net_put(c->net);
+	xa_destroy(&c->reqs);
+	kfree(c->scratch);
+	kfree(c);
+	return ERR_PTR(err);
+}
+
+/* Writeback may need a connection: no allocation may recurse into it. */
+struct pfs_conn *pfs_conn_open(struct pfs_net *net,
+			       const struct sockaddr_storage *addr,
+			       const char *peer, bool mgmt)
+{
+	unsigned int nofs = memalloc_nofs_save();
+	struct pfs_conn *c = pfs_conn_open_nofs(net, addr, peer, mgmt);
+
+	memalloc_nofs_restore(nofs);
+	return c;
+}
+
+static void pfs_conn_release(struct kref *ref)
+{
+	struct pfs_conn *c = container_of(ref, struct pfs_conn, ref);
+	struct pfs_net *net = c->net;
+
+	WRITE_ONCE(c->closing, true);
+	pfs_conn_kill(c, -ESHUTDOWN);
+	if (c->rx) {
+		kthread_stop(c->rx);
+		put_task_struct(c->rx);
+	}
+	mutex_lock(&net->conns_lock);
+	list_del(&c->link);
+	mutex_unlock(&net->conns_lock);
+	c->xprt->ops->destroy(c->xprt);
+	WARN_ON_ONCE(!xa_empty(&c->reqs));
+	xa_destroy(&c->reqs);
+	kfree(c->scratch);
+	kfree(c);
+	pfs_net_put(net);
+}
+
+void pfs_conn_put(struct pfs_conn *c)
+{
+	if (c)
+		kref_put(&c->ref, pfs_conn_release);
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The life of a mount's network: start (connect to mgmtd, authenticate,
+ * fetch the map), abort (umount -f) and stop.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/nsproxy.h>
+#include <linux/slab.h>
+#include <net/net_namespace.h>
+
+#include "net_int.h"
+
+void pfs_net_get(struct pfs_net *net)
+{
+	kref_get(&net->ref);
+}
+
+static void pfs_net_release(struct kref *ref)
+{
+	struct pfs_net *net = container_of(ref, struct pfs_net, ref);
+
+	WARN_ON_ONCE(!list_empty(&net->conns));
+	put_net(net->netns);
+	kfree_sensitive(net->secret);
+	kfree(net);
+}
+
+void pfs_net_put(struct pfs_net *net)
+{
+	kref_put(&net->ref, pfs_net_release);
+}
+
+int pfs_net_check(struct pfs_net *net)
+{
+	if (test_bit(PFS_NET_ABORTED, &net->flags))
+		return -EIO;
+	if (test_bit(PFS_NET_STOPPING, &net->flags))
+		return -ESHUTDOWN;
+	return 0;
+}
+
+static void pfs_net_kill_all(struct pfs_net *net, int err)
+{
+	struct pfs_conn *c;
+
+	mutex_lock(&net->conns_lock);
+	list_for_each_entry(c, &net->conns, link)
+		pfs_conn_kill(c, err);
+	mutex_unlock(&net->conns_lock);
+}
+
+struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
+{
+	struct pfs_net *net;
+	u32 nodes, targets;
+	int err;
+
+	net = kzalloc(sizeof(*net), GFP_KERNEL);
+	if (!net)
+		return ERR_PTR(-ENOMEM);
+	net->secret = kmemdup(cfg->secret, cfg->secret_len ?: 1, GFP_KERNEL);
+	if (!net->secret) {
+		kfree(net);
+		return ERR_PTR(-ENOMEM);
+	}
+	kref_init(&net->ref);
+	net->cfg = *cfg;
+	net->cfg.secret = net->secret;
+	if (!net->cfg.timeout_ms)
+		net->cfg.timeout_ms = PFS_DEF_TIMEOUT_MS;
+	if (!net->cfg.connect_timeout_ms)
+		net->cfg.connect_timeout_ms = PFS_DEF_CONNECT_MS;
+	net->cfg.conns_per_server = clamp_t(unsigned int,
+					    net->cfg.conns_per_server, 1,
+					    PFS_MAX_CONNS);
+	net->netns = get_net(current->nsproxy->net_ns);
+	net->ops = &pfs_tcp_ops;
+	mutex_init(&net->conns_lock);
+	INIT_LIST_HEAD(&net->conns);
+	mutex_init(&net->mgmt_lock);
+	spin_lock_init(&net->map_lock);
+	spin_lock_init(&net->work_lock);
+	INIT_DELAYED_WORK(&net->map_work, pfs_map_work);
+	snprintf(net->mgmt_name, sizeof(net->mgmt_name), "mgmtd (%pISpc)",
+		 &net->cfg.mgmtd);
+
+	err = pfs_map_refresh(net);
+	if (err) {
+		if (err != -EACCES)
+			pr_err("cannot fetch the cluster map from %s: error %d\n",
+			       net->mgmt_name, err);
+		pfs_net_stop(net);
+		return ERR_PTR(err);
+	}
+	pfs_map_counts(net, &nodes, &targets);
+	pr_info("connected to %s over %s: %u nodes, %u targets\n",
+		net->mgmt_name, net->ops->name, nodes, targets);
+	return net;
+}
+
+void pfs_net_abort(struct pfs_net *net)
+{
+	set_bit(PFS_NET_ABORTED, &net->flags);
+	pfs_net_kill_all(net, -EIO);
+}
+
+void pfs_net_stop(struct pfs_net *net)
+{
+	struct pfs_conn *mgmt;
+	struct pfs_map *map;
+
+	spin_lock(&net->work_lock);
+	set_bit(PFS_NET_STOPPING, &net->flags);
+	spin_unlock(&net->work_lock);
+	/* Killing first cuts short a refresh the work may be waiting on. */
+	pfs_net_kill_all(net, -ESHUTDOWN);
+	cancel_delayed_work_sync(&net->map_work);
+
+	mutex_lock(&net->mgmt_lock);
+	mgmt = net->mgmt;
+	net->mgmt = NULL;
+	spin_lock(&net->map_lock);
+	map = net->map;
+	net->map = NULL;
+	spin_unlock(&net->map_lock);
+	mutex_unlock(&net->mgmt_lock);
+
+	pfs_conn_put(mgmt);
+	pfs_map_free(map);
+	/* Nodes the VFS still holds keep the rest alive until dropped. */
+	pfs_net_put(net);
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The client's view of the network: one struct pfs_net per mount holds the
+ * link to the management daemon, the cluster map it pushes (metadata
+ * nodes, storage nodes, targets) and a pool of authenticated connections
+ * per server. The VFS code only sees nodes and requests (struct pfs_rpc);
+ * whether a request travels over TCP or, later, RDMA is the transport's
+ * business (struct pfs_xprt_ops in xprt.h).
+ */
+#ifndef PFS_NET_H
+#define PFS_NET_H
+
+#include <linux/completion.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+#include <linux/uio.h>
+
+struct pfs_net;
+struct pfs_node;
+struct pfs_conn;
+
+struct pfs_net_config {
+	struct sockaddr_storage mgmtd;	/* address and port of pfs-mgmtd */
+	const u8 *secret;		/* shared secret, copied by pfs_net_start */
+	size_t secret_len;
+	unsigned int timeout_ms;	/* one request, send to reply */
+	unsigned int connect_timeout_ms; /* TCP connect plus handshake */
+	unsigned int conns_per_server;	/* connections in each server's pool */
+	u64 client_id;			/* header.client_id of every request */
+	/*
+	 * Unsolicited frames (PFS_FLAG_NOTIFY) other than MAP_CHANGED, which
+	 * the transport handles itself. Called from the receiving context
+	 * (may sleep, must not block for long, must not drop the last
+	 * reference of a node); payload is valid only during the call. May
+	 * be NULL.
+	 */
+	void (*notify)(void *ctx, u16 type, const void *payload, u32 len);
+	void *notify_ctx;
+};
+
+/*
+ * Connects to mgmtd, authenticates, fetches nodes and targets, subscribes
+ * to map changes. Returns ERR_PTR(-errno) when mgmtd cannot be reached or
+ * refuses the secret (-EACCES) within connect_timeout_ms.
+ */
+struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg);
+/* Closes every connection; requests still waiting fail with -ESHUTDOWN. */
+void pfs_net_stop(struct pfs_net *net);
+/*
+ * umount -f: every request in flight and every later one fails at once
+ * with -EIO; the net stays allocated until pfs_net_stop.
+ */
+void pfs_net_abort(struct pfs_net *net);
+
+/* Metadata node that owns the root directory (the first one registered). */
+int pfs_net_root_meta(struct pfs_net *net, u32 *node_id);
+/*
+ * A server by metadata node id, or the storage node that serves a target.
+ * Unknown ids refresh the map once before failing with -ENODEV. The
+ * returned node is referenced: drop it with pfs_node_put.
+ */
+struct pfs_node *pfs_net_meta_node(struct pfs_net *net, u32 node_id);
+struct pfs_node *pfs_net_target_node(struct pfs_net *net, u32 target_id);
+/* May sleep: the last reference closes the node's connections. */
+void pfs_node_put(struct pfs_node *node);
+
+/*
+ * One request and its reply. The caller fills the "in" fields, zeroes the
+ * rest (e.g. `struct pfs_rpc rpc = { .type = ... }`), and after the reply
+ * reads the "out" fields, then calls pfs_rpc_release.
+ */
+struct pfs_rpc {
+	/* in */
+	u16 type;			/* PFS_MSG_* */
+	const void *req;		/* encoded request body */
+	u32 req_len;
+	struct iov_iter *req_data;	/* bytes sent right after the body */
+	struct iov_iter *reply_data;	/* reply bytes after an OK status go
+					 * here instead of into reply (it is
+					 * advanced past them); never
+					 * user-backed: a kernel thread
+					 * fills it */
+	u32 reply_max;			/* largest reply accepted; 0: any
+					 * frame up to PFS_MAX_PAYLOAD */
+	/* out */
+	int status;			/* the server's status as -errno */
+	void *reply;			/* reply body after the status
+					 * (kvmalloc'ed, NULL when empty) */
+	u32 reply_len;
+	u32 data_len;			/* bytes placed in reply_data */
+
+	/* transport-private */
+	struct completion done;
+	struct pfs_conn *conn;
+	u64 request_id;
+	unsigned long deadline;		/* jiffies: started + timeout */
+	int error;
+	struct list_head list;
+};
+
+/*
+ * Sends rpc to node (picks a connection from its pool, reconnecting when
+ * needed) and returns without waiting for the reply. Header uid/gid are
+ * the caller's fsuid/fsgid. Returns 0 or a negative errno; on error the
+ * request is finished and pfs_rpc_wait must not be called.
+ */
+int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc);
+/*
+ * Waits (killable) for the reply of a started request, at most the
+ * configured timeout. Returns 0 when the server answered PFS_OK, its
+ * status as -errno otherwise (also in rpc->status), -ETIMEDOUT, -EIO
+ * for a lost connection or a malformed reply, -EINTR when killed.
+ */
+int pfs_rpc_wait(struct pfs_rpc *rpc);
+/* pfs_rpc_start then pfs_rpc_wait. */
+int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
+/* Frees the reply; rpc may be reused after it. */
+void pfs_rpc_release(struct pfs_rpc *rpc);
+
+/* net/auth.c: the handshake proofs (see common/cpp/auth_crypto.hpp). */
+int pfs_auth_client_proof(const u8 *secret, size_t secret_len,
+			  const u8 *server_nonce, const u8 *client_nonce,
+			  u8 *mac);
+int pfs_auth_server_proof(const u8 *secret, size_t secret_len,
+			  const u8 *client_nonce, const u8 *server_nonce,
+			  u8 *mac);
+
+#endif /* PFS_NET_H */

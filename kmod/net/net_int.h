@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private to kmod/net/: the objects behind the opaque types of net.h and
+ * the calls between the files of the transport.
+ *
+ * Lifetimes: struct pfs_net is reference counted; the mount holds one
+ * reference (dropped by pfs_net_stop), every node and every connection
+ * one more, so nothing outlives the net and the net outlives everything
+ * that points at it. The map references its nodes; a node references the
+ * connections of its pool; a started request references its connection.
+ * A connection's receiving thread holds no reference: the connection's
+ * release stops the thread before freeing anything.
+ */
+#ifndef PFS_NET_INT_H
+#define PFS_NET_INT_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "pfs_proto.h"
+#include "net.h"
+#include "xprt.h"
+
+#define PFS_PEER_MAX		64	/* "meta 12 (addr:port)" */
+#define PFS_MAX_CONNS		64	/* most conns_per_server */
+#define PFS_DEF_TIMEOUT_MS	30000
+#define PFS_DEF_CONNECT_MS	5000
+
+enum pfs_net_flags {
+	PFS_NET_ABORTED,	/* umount -f: everything fails with -EIO */
+	PFS_NET_STOPPING,	/* pfs_net_stop: everything fails -ESHUTDOWN */
+};
+
+struct pfs_map;
+
+struct pfs_net {
+	struct kref ref;
+	struct pfs_net_config cfg;	/* cfg.secret points at secret */
+	u8 *secret;
+	struct net *netns;		/* of the mounting task */
+	const struct pfs_xprt_ops *ops;
+	unsigned long flags;		/* enum pfs_net_flags */
+	atomic64_t client_seq;
+
+	/* every open connection, so that abort and stop can reach them */
+	struct mutex conns_lock;
+	struct list_head conns;
+
+	/* the link to mgmtd; the map is only replaced under mgmt_lock */
+	struct mutex mgmt_lock;
+	struct pfs_conn *mgmt;
+	char mgmt_name[PFS_PEER_MAX];
+	spinlock_t map_lock;		/* readers of map and map_gen */
+	struct pfs_map *map;
+	u64 map_gen;			/* bumped by every refresh */
+	spinlock_t work_lock;		/* map_work is queued only when not
+					 * stopping */
+	struct delayed_work map_work;
+	unsigned int map_backoff_ms;	/* only touched by map_work */
+};
+
+struct pfs_conn {
+	struct kref ref;
+	struct pfs_net *net;
+	struct pfs_xprt *xprt;
+	struct task_struct *rx;		/* receiving thread, pinned */
+	struct mutex send_lock;		/* one whole frame at a time */
+	struct xarray reqs;		/* request id -> struct pfs_rpc */
+	u32 next_id;			/* for xa_alloc_cyclic */
+	atomic_t in_flight;		/* entries in reqs */
+	bool dead;			/* under xa_lock(&reqs) */
+	bool closing;			/* release has begun */
+	bool mgmt;			/* the link to mgmtd */
+	struct list_head link;		/* in net->conns */
+	u8 *scratch;			/* rx thread only */
+	unsigned long rx_deadline;	/* rx thread: current frame's end */
+	char peer[PFS_PEER_MAX];
+};
+
+struct pfs_node {
+	struct kref ref;
+	struct pfs_net *net;
+	u32 id;
+	u16 type;			/* enum pfs_node_type */
+	struct sockaddr_storage addr;	/* AF_UNSPEC: not reachable */
+	char name[PFS_PEER_MAX];
+	spinlock_t lock;		/* slots */
+	struct mutex connect_lock;	/* fills empty or dead slots */
+	unsigned long retry_at;		/* jiffies: fail fast before */
+	unsigned int backoff_ms;
+	unsigned int nslots;
+	struct pfs_conn *slots[];
+};
+
+/* net.c */
+void pfs_net_get(struct pfs_net *net);
+void pfs_net_put(struct pfs_net *net);
+/* -EIO when aborted, -ESHUTDOWN when stopping, else 0. */
+int pfs_net_check(struct pfs_net *net);
+
+/* conn.c */
+struct pfs_conn *pfs_conn_open(struct pfs_net *net,
+			       const struct sockaddr_storage *addr,
+			       const char *peer, bool mgmt);
+void pfs_conn_put(struct pfs_conn *c);
+/* Fails every request on c with err and makes later ones fail. */
+void pfs_conn_kill(struct pfs_conn *c, int err);
+/*
+ * pfs_rpc_start on a given connection. -ENOTCONN when c was dead before
+ * anything was sent (another connection may be tried).
+ */
+int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc);
+void pfs_frame_header(struct pfs_net *net, u16 type, u64 request_id,
+		      u32 payload_len, u8 *out);
+
+static inline void pfs_conn_get(struct pfs_conn *c)
+{
+	kref_get(&c->ref);
+}
+
+static inline bool pfs_conn_dead(struct pfs_conn *c)
+{
+	return READ_ONCE(c->dead);
+}
+
+static inline unsigned int pfs_conn_load(struct pfs_conn *c)
+{
+	return atomic_read(&c->in_flight);
+}
+
+/* Receives exactly len bytes into buf. */
+static inline int pfs_xprt_recv_buf(struct pfs_xprt *x, void *buf, size_t len,
+				    long timeout)
+{
+	struct kvec kv = { .iov_base = buf, .iov_len = len };
+	struct iov_iter it;
+
+	iov_iter_kvec(&it, ITER_DEST, &kv, 1, len);
+	return x->ops->recv(x, &it, timeout);
+}
+
+/* auth.c: proves both sides know the secret; -EACCES when they do not. */
+int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
+		       const char *peer, unsigned long deadline);
+
+/* node.c */
+struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
+				 const struct sockaddr_storage *addr);
+static inline void pfs_node_get(struct pfs_node *node)
+{
+	kref_get(&node->ref);
+}
+
+/* map.c */
+int pfs_map_refresh(struct pfs_net *net);
+/* Queues a refresh after delay jiffies unless the net is stopping. */
+void pfs_map_schedule(struct pfs_net *net, unsigned long delay);
+void pfs_map_work(struct work_struct *work);
+void pfs_map_free(struct pfs_map *map);
+void pfs_map_counts(struct pfs_net *net, u32 *nodes, u32 *targets);
+/* Like pfs_net_meta_node for a node of any type. */
+struct pfs_node *pfs_net_any_node(struct pfs_net *net, u32 node_id);
+
+#endif /* PFS_NET_INT_H */

@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mounting: the file system type, mount options, the super block and its
+ * operations.
+ *
+ *	mount -t pfs -o secret_file=/etc/pfs/auth.secret 10.0.0.1:8008 /mnt/pfs
+ *
+ * The source names pfs-mgmtd by address (mount.pfs resolves host names);
+ * everything else about the cluster comes from mgmtd's map.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/backing-dev.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/statfs.h>
+
+#include "pfs.h"
+
+#define PFS_DEFAULT_SECRET_FILE		"/etc/pfs/auth.secret"
+#define PFS_DEFAULT_TIMEOUT_MS		30000
+#define PFS_DEFAULT_CONNECT_TIMEOUT_MS	5000
+#define PFS_DEFAULT_ATTR_TTL_MS		1000
+#define PFS_DEFAULT_CONNS		2
+#define PFS_DEFAULT_SESSION_RENEW	(10 * HZ)
+#define PFS_MAX_CONNS			64
+#define PFS_SECRET_MIN			16
+#define PFS_SECRET_MAX			(64 * 1024)
+/* Readahead window: enough to keep every target of a wide stripe busy. */
+#define PFS_READAHEAD_BYTES		(8u << 20)
+
+enum pfs_param {
+	Opt_secret_file,
+	Opt_timeout,
+	Opt_connect_timeout,
+	Opt_attr_ttl,
+	Opt_conns,
+	Opt_cache,
+};
+
+static const struct constant_table pfs_cache_modes[] = {
+	{ "buffered",	PFS_CACHE_BUFFERED },
+	{ "none",	PFS_CACHE_NONE },
+	{}
+};
+
+static const struct fs_parameter_spec pfs_fs_parameters[] = {
+	fsparam_string("secret_file", Opt_secret_file),
+	fsparam_u32("timeout", Opt_timeout),
+	fsparam_u32("connect_timeout", Opt_connect_timeout),
+	fsparam_u32("attr_ttl", Opt_attr_ttl),
+	fsparam_u32("conns", Opt_conns),
+	fsparam_enum("cache", Opt_cache, pfs_cache_modes),
+	{}
+};
+
+static void pfs_free_opts(struct pfs_mount_opts *opts)
+{
+	kfree(opts->source);
+	kfree(opts->secret_file);
+	opts->source = NULL;
+	opts->secret_file = NULL;
+}
+
+static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct pfs_mount_opts *opts = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, pfs_fs_parameters, param, &result);
+	if (opt < 0)
+		return opt;
+
+	switch (opt) {
+	case Opt_secret_file:
+		if (param->string[0] != '/')
+			return invalfc(fc, "secret_file must be an absolute path");
+		kfree(opts->secret_file);
+		opts->secret_file = param->string;
+		param->string = NULL;
+		break;
+	case Opt_timeout:
+		if (result.uint_32 < 100 || result.uint_32 > 3600000)
+			return invalfc(fc, "timeout must be 100..3600000 ms");
+		opts->timeout_ms = result.uint_32;
+		break;
+	case Opt_connect_timeout:
+		if (result.uint_32 < 100 || result.uint_32 > 600000)
+			return invalfc(fc, "connect_timeout must be 100..600000 ms");
+		opts->connect_timeout_ms = result.uint_32;
+		break;
+	case Opt_attr_ttl:
+		if (result.uint_32 > 3600000)
+			return invalfc(fc, "attr_ttl must be 0..3600000 ms");
+		opts->attr_ttl_ms = result.uint_32;
+		break;
+	case Opt_conns:
+		if (result.uint_32 < 1 || result.uint_32 > PFS_MAX_CONNS)
+			return invalfc(fc, "conns must be 1..%d", PFS_MAX_CONNS);
+		opts->conns_per_server = result.uint_32;
+		break;
+	case Opt_cache:
+		opts->cache = result.uint_32;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The source is "ADDR[:PORT]", ADDR an IPv4 address or a bracketed IPv6
+ * one ("[fd00::1]:8008"). Host names are mount.pfs's job.
+ */
+static int pfs_parse_source(struct fs_context *fc, const char *source,
+			    struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	const char *end = NULL;
+	const char *port_str = NULL;
+	unsigned int port = PFS_DEFAULT_MGMTD_PORT;
+
+	memset(ss, 0, sizeof(*ss));
+	if (source[0] == '[') {
+		if (!in6_pton(source + 1, -1, sin6->sin6_addr.s6_addr, ']', &end))
+			goto bad;
+		end++;		/* past ']' */
+		sin6->sin6_family = AF_INET6;
+	} else {
+		if (!in4_pton(source, -1, (u8 *)&sin->sin_addr.s_addr, -1, &end) &&
+		    !in4_pton(source, -1, (u8 *)&sin->sin_addr.s_addr, ':', &end))
+			goto bad;
+		sin->sin_family = AF_INET;
+	}
+	if (*end == ':')
+		port_str = end + 1;
+	else if (*end != '\0')
+		goto bad;
+	if (port_str && (kstrtouint(port_str, 10, &port) || port == 0 ||
+			 port > 65535))
+		return invalfc(fc, "bad port in source \"%s\"", source);
+	if (ss->ss_family == AF_INET6)
+		sin6->sin6_port = htons(port);
+	else
+		sin->sin_port = htons(port);
+	return 0;
+bad:
+	return invalfc(fc,
+		       "source \"%s\" is not ADDR[:PORT] of pfs-mgmtd (host names are resolved by mount.pfs)",
+		       source);
+}
+
+/*
+ * Reads the shared secret as the user-space daemons do: a regular file
+ * that others cannot read, one trailing newline not part of the secret.
+ */
+static int pfs_read_secret(struct fs_context *fc, const char *path, u8 **out,
+			   size_t *out_len)
+{
+	struct file *file;
+	loff_t size, pos = 0;
+	ssize_t n;
+	u8 *buf;
+	int rc;
+
+	file = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(file))
+		return invalfc(fc, "cannot open secret_file %s: %ld", path,
+			       PTR_ERR(file));
+	rc = -EINVAL;
+	if (!S_ISREG(file_inode(file)->i_mode)) {
+		errorfc(fc, "secret_file %s is not a regular file", path);
+		goto out_close;
+	}
+	if (file_inode(file)->i_mode & 0007) {
+		errorfc(fc, "secret_file %s is accessible by others (chmod 600 it)",
+			path);
+		rc = -EACCES;
+		goto out_close;
+	}
+	size = i_size_read(file_inode(file));
+	if (size < PFS_SECRET_MIN || size > PFS_SECRET_MAX + 2) {
+		errorfc(fc, "secret_file %s must hold %d..%d bytes", path,
+			PFS_SECRET_MIN, PFS_SECRET_MAX);
+		goto out_close;
+	}
+	rc = -ENOMEM;
+	buf = kmalloc(size, GFP_KERNEL);
+	if (!buf)
+		goto out_close;
+	n = kernel_read(file, buf, size, &pos);
+	if (n != size) {
+		errorfc(fc, "cannot read secret_file %s", path);
+		rc = n < 0 ? n : -EIO;
+		kfree_sensitive(buf);
+		goto out_close;
+	}
+	if (n > 0 && buf[n - 1] == '\n') {
+		n--;
+		if (n > 0 && buf[n - 1] == '\r')
+			n--;
+	}
+	if (n < PFS_SECRET_MIN) {
+		errorfc(fc, "secret in %s is shorter than %d bytes", path,
+			PFS_SECRET_MIN);
+		rc = -EINVAL;
+		kfree_sensitive(buf);
+		goto out_close;
+	}
+	*out = buf;
+	*out_len = n;
+	rc = 0;
+out_close:
+	fput(file);
+	return rc;
+}
+
+static struct inode *pfs_alloc_inode(struct super_block *sb)
+{
+	struct pfs_inode_info *pi;
+
+	pi = alloc_inode_sb(sb, pfs_inode_cachep, GFP_KERNEL);
+	if (!pi)
+		return NULL;
+	memset(&pi->id, 0, sizeof(pi->id));
+	pi->attr_time = 0;
+	pi->layout = NULL;
+	pi->reported_size = 0;
+	pi->flags = 0;
+	atomic_set(&pi->names_gen, 0);
+	return &pi->vfs_inode;
+}
+
+static void pfs_free_inode(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	kfree(pi->layout);
+	pi->layout = NULL;
+	kmem_cache_free(pfs_inode_cachep, pi);
+}
+
+static void pfs_evict_inode(struct inode *inode)
+{
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+}
+
+static int pfs_statfs(struct dentry *dentry, struct kstatfs *buf)
+{
+	struct super_block *sb = dentry->d_sb;
+	struct pfs_sb_info *sbi = PFS_SB(sb);
+	struct pfs_rpc rpc = { .type = PFS_MSG_STATFS };
+	struct pfs_statfs st;
+	int rc;
+
+	rc = pfs_meta_call(sb, &sbi->root, &rpc);
+	if (!rc)
+		rc = pfs_decode(pfs_x_statfs, &st, rpc.reply, rpc.reply_len);
+	pfs_rpc_release(&rpc);
+	if (rc)
+		return rc;
+
+	buf->f_type = PFS_SUPER_MAGIC;
+	buf->f_bsize = PAGE_SIZE;
+	buf->f_frsize = PAGE_SIZE;
+	buf->f_blocks = st.storage.bytes_total >> PAGE_SHIFT;
+	buf->f_bfree = st.storage.bytes_free >> PAGE_SHIFT;
+	buf->f_bavail = buf->f_bfree;
+	buf->f_files = st.inodes_used + st.inodes_free;
+	buf->f_ffree = st.inodes_free;
+	buf->f_namelen = PFS_NAME_MAX - 1;
+	buf->f_fsid = u64_to_fsid(sbi->client_id);
+	return 0;
+}
+
+static int pfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	const struct pfs_mount_opts *opts = &PFS_SB(root->d_sb)->opts;
+
+	seq_show_option(m, "secret_file", opts->secret_file);
+	seq_printf(m, ",timeout=%u,connect_timeout=%u,attr_ttl=%u,conns=%u",
+		   opts->timeout_ms, opts->connect_timeout_ms,
+		   opts->attr_ttl_ms, opts->conns_per_server);
+	seq_printf(m, ",cache=%s",
+		   opts->cache == PFS_CACHE_NONE ? "none" : "buffered");
+	return 0;
+}
+
+/* umount -f: whoever waits on a server gives up now. */
+static void pfs_umount_begin(struct super_block *sb)
+{
+	struct pfs_sb_info *sbi = PFS_SB(sb);
+
+	if (sbi->net)
+		pfs_net_abort(sbi->net);
+}
+
+static const struct super_operations pfs_super_ops = {
+	.alloc_inode	= pfs_alloc_inode,
+	.free_inode	= pfs_free_inode,
+	.evict_inode	= pfs_evict_inode,
+	.statfs		= pfs_statfs,
+	.show_options	= pfs_show_options,
+	.umount_begin	= pfs_umount_begin,
+};
+
+/*
+ * Our session on the metadata server holds our locks and opens; any
+ * request renews it, this work renews it while we are idle.
+ */
+static void pfs_session_renew(struct work_struct *work)
+{
+	struct pfs_sb_info *sbi = container_of(to_delayed_work(work),
+					       struct pfs_sb_info,
+					       session_work);
+	struct pfs_rpc rpc = { .type = PFS_MSG_SESSION_RENEW,
+			       .reply_max = 64 };
+	struct pfs_session session;
+	struct pfs_node *node;
+	int rc;
+
+	node = pfs_net_meta_node(sbi->net, sbi->root.owner_node);
+	if (IS_ERR(node)) {
+		rc = PTR_ERR(node);
+	} else {
+		rc = pfs_rpc_call(node, &rpc);
+		pfs_node_put(node);
+	}
+	if (!rc)
+		rc = pfs_decode(pfs_x_session, &session, rpc.reply,
+				rpc.reply_len);
+	pfs_rpc_release(&rpc);
+	if (!rc && session.timeout_ms >= 300)
+		sbi->session_renew = msecs_to_jiffies(session.timeout_ms / 3);
+	else if (rc)
+		pr_warn_ratelimited("cannot renew the session with metadata node %u: %d\n",
+				    sbi->root.owner_node, rc);
+	queue_delayed_work(system_long_wq, &sbi->session_work,
+			   sbi->session_renew);
+}
+
+static void pfs_session_end(struct pfs_sb_info *sbi)
+{
+	struct pfs_rpc rpc = { .type = PFS_MSG_SESSION_END };
+	struct pfs_node *node;
+
+	cancel_delayed_work_sync(&sbi->session_work);
+	node = pfs_net_meta_node(sbi->net, sbi->root.owner_node);
+	if (IS_ERR(node))
+		return;
+	/* Best effort: a session we cannot end expires on its own. */
+	pfs_rpc_call(node, &rpc);
+	pfs_rpc_release(&rpc);
+	pfs_node_put(node);
+}
+
+static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
+{
+	struct pfs_net_config cfg = {
+		.mgmtd = sbi->opts.mgmtd,
+		.timeout_ms = sbi->opts.timeout_ms,
+		.connect_timeout_ms = sbi->opts.connect_timeout_ms,
+		.conns_per_server = sbi->opts.conns_per_server,
+		.client_id = sbi->client_id,
+		.notify = pfs_notice,
+		.notify_ctx = sbi,
+	};
+	u8 *secret = NULL;
+	size_t secret_len = 0;
+	struct pfs_net *net;
+	int rc;
+
+	rc = pfs_read_secret(fc, sbi->opts.secret_file, &secret, &secret_len);
+	if (rc)
+		return rc;
+	cfg.secret = secret;
+	cfg.secret_len = secret_len;
+	net = pfs_net_start(&cfg);
+	kfree_sensitive(secret);
+	if (IS_ERR(net)) {
+		rc = PTR_ERR(net);
+		if (rc == -EACCES)
+			errorfc(fc, "%s refused the shared secret in %s",
+				sbi->opts.source, sbi->opts.secret_file);
+		else
+			errorfc(fc, "cannot reach pfs-mgmtd at %s: %d",
+				sbi->opts.source, rc);
+		return rc;
+	}
+	sbi->net = net;
+	return 0;
+}
+
+static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct pfs_sb_info *sbi = sb->s_fs_info;
+	struct pfs_attr *attr;
+	struct inode *root;
+	u32 root_node;
+	u32 len = 0;
+	void *req;
+	int rc;
+
+	/* Before the net starts: notices look inodes up in sb. */
+	sbi->sb = sb;
+	sb->s_magic = PFS_SUPER_MAGIC;
+	sb->s_op = &pfs_super_ops;
+	sb->s_d_op = &pfs_dentry_ops;
+	sb->s_xattr = pfs_xattr_handlers;
+	sb->s_maxbytes = PFS_MAX_FILE_OFFSET;
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_time_gran = 1;
+	sb->s_flags |= SB_POSIXACL;
+
+	rc = super_setup_bdi(sb);
+	if (rc)
+		return rc;
+	sb->s_bdi->ra_pages = PFS_READAHEAD_BYTES >> PAGE_SHIFT;
+	sb->s_bdi->io_pages = PFS_READAHEAD_BYTES >> PAGE_SHIFT;
+
+	rc = pfs_start_net(fc, sbi);
+	if (rc)
+		return rc;
+	rc = pfs_net_root_meta(sbi->net, &root_node);
+	if (rc) {
+		errorfc(fc, "no metadata server is registered with %s",
+			sbi->opts.source);
+		return rc;
+	}
+	sbi->root.ino = PFS_ROOT_INO;
+	sbi->root.owner_node = root_node;
+	sbi->root.generation = PFS_ROOT_GENERATION;
+
+	attr = kzalloc(sizeof(*attr), GFP_KERNEL);
+	if (!attr)
+		return -ENOMEM;
+	req = pfs_encode(pfs_x_entry_id, &sbi->root, &len);
+	if (IS_ERR(req)) {
+		kfree(attr);
+		return PTR_ERR(req);
+	}
+	rc = pfs_meta_attr_call(sb, &sbi->root, PFS_MSG_GETATTR, req, len,
+				attr, NULL);
+	kfree(req);
+	if (rc) {
+		kfree(attr);
+		errorfc(fc, "cannot stat the root directory: %d", rc);
+		return rc;
+	}
+	root = pfs_iget(sb, attr);
+	kfree(attr);
+	if (IS_ERR(root))
+		return PTR_ERR(root);
+	sb->s_root = d_make_root(root);
+	if (!sb->s_root)
+		return -ENOMEM;
+	/* First renewal now: it also learns the server's session timeout. */
+	queue_delayed_work(system_long_wq, &sbi->session_work, 0);
+	return 0;
+}
+
+static int pfs_get_tree(struct fs_context *fc)
+{
+	struct pfs_mount_opts *opts = fc->fs_private;
+	struct pfs_sb_info *sbi;
+	int rc;
+
+	if (!fc->source)
+		return invalfc(fc, "no source: give ADDR[:PORT] of pfs-mgmtd");
+	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
+	if (!sbi)
+		return -ENOMEM;
+	rc = pfs_parse_source(fc, fc->source, &opts->mgmtd);
+	if (rc) {
+		kfree(sbi);
+		return rc;
+	}
+	/* The options move into the super block: one owner from here on. */
+	sbi->opts = *opts;
+	sbi->opts.source = kstrdup(fc->source, GFP_KERNEL);
+	opts->secret_file = NULL;
+	if (!sbi->opts.secret_file)
+		sbi->opts.secret_file = kstrdup(PFS_DEFAULT_SECRET_FILE,
+						GFP_KERNEL);
+	if (!sbi->opts.source || !sbi->opts.secret_file) {
+		pfs_free_opts(&sbi->opts);
+		kfree(sbi);
+		return -ENOMEM;
+	}
+	sbi->attr_ttl = msecs_to_jiffies(sbi->opts.attr_ttl_ms);
+	INIT_DELAYED_WORK(&sbi->session_work, pfs_session_renew);
+	sbi->session_renew = PFS_DEFAULT_SESSION_RENEW;
+	get_random_bytes(&sbi->client_id, sizeof(sbi->client_id));
+	sbi->client_id |= 1;	/* 0 means "no client" on the wire */
+
+	fc->s_fs_info = sbi;
+	return get_tree_nodev(fc, pfs_fill_super);
+}
+
+static void pfs_free_fc(struct fs_context *fc)
+{
+	struct pfs_mount_opts *opts = fc->fs_private;
+	struct pfs_sb_info *sbi = fc->s_fs_info;
+
+	if (opts) {
+		pfs_free_opts(opts);
+		kfree(opts);
+	}
+	/* Set only when get_tree failed before the super block took it. */
+	if (sbi) {
+		if (sbi->net)
+			pfs_net_stop(sbi->net);
+		pfs_free_opts(&sbi->opts);
+		kfree(sbi);
+	}
+}
+
+static int pfs_reconfigure(struct fs_context *fc)
+{
+	/* Options are fixed at mount; remount only changes VFS flags. */
+	sync_filesystem(fc->root->d_sb);
+	return 0;
+}
+
+static const struct fs_context_operations pfs_context_ops = {
+	.parse_param	= pfs_parse_param,
+	.get_tree	= pfs_get_tree,
+	.reconfigure	= pfs_reconfigure,
+	.free		= pfs_free_fc,
+};
+
+static int pfs_init_fs_context(struct fs_context *fc)
+{
+	struct pfs_mount_opts *opts;
+
+	opts = kzalloc(sizeof(*opts), GFP_KERNEL);
+	if (!opts)
+		return -ENOMEM;
+	opts->timeout_ms = PFS_DEFAULT_TIMEOUT_MS;
+	opts->connect_timeout_ms = PFS_DEFAULT_CONNECT_TIMEOUT_MS;
+	opts->attr_ttl_ms = PFS_DEFAULT_ATTR_TTL_MS;
+	opts->conns_per_server = PFS_DEFAULT_CONNS;
+	opts->cache = PFS_CACHE_BUFFERED;
+	fc->fs_private = opts;
+	fc->ops = &pfs_context_ops;
+	return 0;
+}
+
+static void pfs_kill_sb(struct super_block *sb)
+{
+	struct pfs_sb_info *sbi = PFS_SB(sb);
+
+	/* Evicts inodes and writes back dirty data: the net must live. */
+	kill_anon_super(sb);
+	if (sbi) {
+		if (sbi->net) {
+			pfs_session_end(sbi);
+			pfs_net_stop(sbi->net);
+		}
+		pfs_free_opts(&sbi->opts);
+		kfree(sbi);
+	}
+}
+
+struct file_system_type pfs_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "pfs",
+	.init_fs_context	= pfs_init_fs_context,
+	.parameters		= pfs_fs_parameters,
+	.kill_sb		= pfs_kill_sb,
+};

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Guest side of `make bench-kernel` (tests/kernel/bench.sh boots it through
+# run-guest.sh): pfs-bench through plain POSIX calls on PFS mounted with
+# pfs.ko, on NFSv4.2 from the guest's own kernel over loopback, and on the
+# local file system, all three backed by the same scratch disk, side by side
+# with ratios to the local file system. The kernel's caches are dropped
+# before every read and stat phase (pfs-bench --drop-caches), so reads reach
+# each file system instead of the page cache.
+#
+#   bench-guest.sh [--systems pfs,nfs,local] [--sizes OPTIONS] [PFS-BENCH OPTIONS...]
+#
+# --systems: which of them to run (all three by default; the local file
+# system is the baseline and always runs). --sizes: pfs-bench's size options
+# in one word, replacing the defaults sized for a TCG guest. Further options
+# go to pfs-bench as they are.
+# Results: the table on the console and $PFS_GUEST_OUT/kernel-bench-results.json.
+. "$(dirname "$0")/lib.sh"
+
+systems=pfs,nfs,local
+# The guest runs CPU-bound work ~20x slower than the host: small sizes.
+sizes="--threads 2 --seq-mib 32 --dl-files 500 --meta-files 300"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--systems) systems=$2; shift 2 ;;
+	--sizes) sizes=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+has() { [[ ,$systems, == *,$1,* ]]; }
+bench=$PFS_BUILD/tests/bench/pfs-bench
+[ -x "$bench" ] || fail "$bench missing: cmake --build $PFS_BUILD --target pfs-bench"
+[ -n "${PFS_SCRATCH:-}" ] || fail "no scratch disk (run-guest.sh without --no-disk)"
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$PFS_SCRATCH/local"
+
+cleanup() {
+	local rc=$?
+	if has nfs; then "$here/nfs-setup.sh" stop /mnt/nfs || rc=1; fi
+	if has pfs && findmnt -rn -M /mnt/pfs > /dev/null; then umount_pfs /mnt/pfs || rc=1; fi
+	pfs_on_exit
+	exit "$rc"
+}
+trap cleanup EXIT
+
+if has pfs; then
+	step "PFS: mgmtd, meta, 2 storage servers x 2 targets on $PFS_SCRATCH; pfs.ko on /mnt/pfs"
+	start_cluster 2 2
+	load_module
+	mount_pfs /mnt/pfs
+fi
+if has nfs; then
+	step "NFSv4.2 over loopback: $PFS_SCRATCH/nfs-export on /mnt/nfs"
+	mkdir -p "$PFS_SCRATCH/nfs-export"
+	"$here/nfs-setup.sh" start "$PFS_SCRATCH/nfs-export" /mnt/nfs
+fi
+
+args=()
+if has pfs; then args+=(--posix pfs=/mnt/pfs); fi
+if has nfs; then args+=(--posix nfs=/mnt/nfs); fi
+args+=(--posix "local=$PFS_SCRATCH/local")
+
+step "pfs-bench ${args[*]} $sizes $*"
+cores=$(nproc)
+# shellcheck disable=SC2086 # $sizes is a list of options
+"$bench" --config /dev/null "${args[@]}" --baseline local --drop-caches \
+	--note "QEMU TCG guest ($cores vCPUs, $(free -m | awk '/^Mem:/ {print $2}') MiB), all on one ext4 scratch disk (virtio)" \
+	--json-out "$PFS_GUEST_OUT/kernel-bench-results.json" $sizes "$@"
+
+if has pfs; then
+	umount_pfs /mnt/pfs
+	unload_module
+	stop_cluster
+fi
+step "done"

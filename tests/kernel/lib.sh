@@ -1,0 +1,269 @@
+# shellcheck shell=bash
+# Shell library for kernel tests that run inside the QEMU guest
+# (tests/kernel/run-guest.sh). Source it first thing in a test script:
+#
+#   . "$(dirname "$0")/lib.sh"
+#
+# It turns on `set -euo pipefail` and installs an EXIT trap that prints the
+# daemons' logs when the test fails (call pfs_on_exit from your own trap if
+# you replace it). Environment from run-guest.sh: PFS_SRC, PFS_BUILD,
+# PFS_KMOD, PFS_SCRATCH. Tunables: PFS_WAIT (deadline in seconds for every
+# wait, 120: the guest runs ~20x slower than the host), PFS_CLUSTER_DIR
+# (/tmp/pfs-cluster: configs, secret, logs, state), PFS_MGMTD_PORT (8008).
+#
+#   start_cluster [N_STORAGE] [TARGETS_PER_STORAGE]   (2 2) mgmtd, meta, storage
+#   stop_cluster                 SIGTERM all; fails if one died or exits badly
+#   pfs_ctl ARGS...              pfs-ctl for this cluster
+#   load_module [PARAMS...] / unload_module
+#   mount_pfs MOUNTPOINT [OPTIONS] / umount_pfs MOUNTPOINT
+#   dmesg_mark; dmesg_since MARK; expect_dmesg MARK ERE; check_dmesg_clean MARK
+#   wait_until DESCRIPTION COMMAND...   poll COMMAND until it succeeds
+#   fail MESSAGE; step MESSAGE
+set -euo pipefail
+
+: "${PFS_SRC:?lib.sh runs in the guest: use tests/kernel/run-guest.sh}"
+: "${PFS_BUILD:=$PFS_SRC/build}"
+: "${PFS_KMOD:=$PFS_SRC/kmod/pfs.ko}"
+: "${PFS_WAIT:=120}"
+: "${PFS_CLUSTER_DIR:=/tmp/pfs-cluster}"
+: "${PFS_MGMTD_PORT:=8008}"
+PFS_SECRET=$PFS_CLUSTER_DIR/etc/auth.secret
+PFS_MGMTD=127.0.0.1:$PFS_MGMTD_PORT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# Progress line with the guest's uptime: shows where the (slow) time goes.
+step() { echo "== [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
+
+# wait_until DESCRIPTION COMMAND...: polls until COMMAND succeeds, at most
+# PFS_WAIT seconds.
+wait_until() {
+	local what=$1 deadline=$((SECONDS + PFS_WAIT))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] ||
+			fail "$what did not happen within ${PFS_WAIT}s"
+		sleep 0.2
+	done
+}
+
+# ---- kernel log ---------------------------------------------------------
+
+# Writes a unique mark into the kernel log and prints its name (used as
+# mark=$(dmesg_mark), in a subshell: hence no counter).
+dmesg_mark() {
+	local mark
+	mark="pfs-test-mark-$(cat /proc/sys/kernel/random/uuid)"
+	echo "$mark" > /dev/kmsg
+	echo "$mark"
+}
+
+# The kernel log from MARK on.
+dmesg_since() {
+	dmesg | sed -n "/ $1\$/,\$p"
+}
+
+expect_dmesg() {  # MARK ERE
+	dmesg_since "$1" | grep -q -E -- "$2" ||
+		fail "the kernel log lacks /$2/ since $1:
+$(dmesg_since "$1" | tail -n 20)"
+}
+
+# Fails on any oops, WARN, lockdep report, ... (kernel-problems) since MARK.
+check_dmesg_clean() {
+	local found
+	found=$(dmesg_since "$1" |
+		grep -E -f <(sed '/^#/d;/^$/d' "$PFS_SRC/tests/kernel/kernel-problems") ||
+		true)
+	[ -z "$found" ] || fail "kernel problems since $1:
+$found"
+}
+
+# ---- the module -------------------------------------------------------------
+
+load_module() {
+	[ -f "$PFS_KMOD" ] || fail "$PFS_KMOD missing: build it with 'make kmod'"
+	local magic dep
+	magic=$(modinfo -F vermagic "$PFS_KMOD" | cut -d' ' -f1)
+	[ "$magic" = "$(uname -r)" ] ||
+		fail "$PFS_KMOD is built for $magic, the guest runs $(uname -r)"
+	# insmod does not resolve dependencies: load them from the guest
+	# kernel's modules first.
+	for dep in $(modinfo -F depends "$PFS_KMOD" | tr , ' '); do
+		modprobe "$dep" || fail "cannot load $dep, which pfs.ko needs"
+	done
+	insmod "$PFS_KMOD" "$@" || fail "insmod $PFS_KMOD failed"
+	[ -d /sys/module/pfs ] || fail "pfs is not in /sys/module after insmod"
+}
+
+unload_module() {
+	if ! rmmod pfs; then
+		echo "pfs module: $(grep '^pfs ' /proc/modules)" >&2
+		grep ' pfs ' /proc/mounts >&2 || true
+		fail "rmmod pfs failed"
+	fi
+	[ ! -d /sys/module/pfs ] || fail "pfs is still in /sys/module after rmmod"
+}
+
+# mount_pfs MOUNTPOINT [OPTIONS]: mounts this cluster (source: mgmtd's
+# HOST:PORT, secret_file: the shared secret; more options: timeout=MS,
+# attr_ttl=MS, cache=buffered|none, conns=N).
+mount_pfs() {
+	local mnt=$1 opts=${2:-}
+	mkdir -p "$mnt"
+	mount -t pfs -o "secret_file=$PFS_SECRET${opts:+,$opts}" "$PFS_MGMTD" "$mnt" ||
+		fail "mount -t pfs $PFS_MGMTD $mnt failed"
+}
+
+umount_pfs() {
+	umount "$1" || fail "umount $1 failed"
+}
+
+# ---- the daemons --------------------------------------------------------------
+
+pfs_ctl() {
+	"$PFS_BUILD/utils/ctl/pfs-ctl" --config "$PFS_CLUSTER_DIR/etc/ctl.conf" "$@"
+}
+
+# True while PID runs (a zombie, one that exited but was not reaped, does not).
+# (No subshell: every fork costs under TCG.)
+pfs_running() {
+	local stat
+	{ read -r stat < "/proc/$1/stat"; } 2> /dev/null || return 1
+	stat=${stat##*) }
+	[ "${stat:0:1}" != Z ]
+}
+
+pfs_start_daemon() {  # NAME BINARY
+	local name=$1 exe=$PFS_BUILD/$2
+	[ -x "$exe" ] || fail "$exe missing: build user space ('make')"
+	setsid "$exe" --config "$PFS_CLUSTER_DIR/etc/$name.conf" \
+		>> "$PFS_CLUSTER_DIR/log/$name.log" 2>&1 < /dev/null &
+	echo $! > "$PFS_CLUSTER_DIR/run/$name.pid"
+}
+
+# Counted with grep on pfs-ctl's JSON (one key per line): starting python3
+# for every poll costs seconds under TCG.
+pfs_online_targets() {
+	local json
+	json=$(pfs_ctl target list --json 2> /dev/null) || { echo 0; return; }
+	grep -c '"reachability": "ONLINE"' <<< "$json" || true
+}
+
+pfs_all_online() { [ "$(pfs_online_targets)" -eq "$1" ]; }
+
+# start_cluster [N_STORAGE] [TARGETS_PER_STORAGE]: pfs-mgmtd, one pfs-meta and
+# N_STORAGE pfs-storage servers on loopback, configured through config files
+# under PFS_CLUSTER_DIR/etc, targets on the scratch disk; returns once every
+# target is ONLINE and pfs-meta serves the namespace.
+start_cluster() {
+	local nstor=${1:-2} ntgt=${2:-2} d=$PFS_CLUSTER_DIR n t targets
+	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
+	mkdir -p "$d/etc" "$d/log" "$d/run"
+	(umask 077 && head -c 32 /dev/urandom | base64 > "$PFS_SECRET")
+	cat > "$d/etc/mgmtd.conf" <<-CONF
+		auth-file = $PFS_SECRET
+		data-dir = $d/mgmtd
+		listen = 127.0.0.1
+		port = $PFS_MGMTD_PORT
+	CONF
+	cat > "$d/etc/ctl.conf" <<-CONF
+		auth-file = $PFS_SECRET
+		mgmtd = $PFS_MGMTD
+	CONF
+	cat > "$d/etc/meta1.conf" <<-CONF
+		auth-file = $PFS_SECRET
+		mgmtd = $PFS_MGMTD
+		listen = 127.0.0.1
+		port = 8005
+		alias = meta1
+		state-dir = $d/meta1
+		heartbeat-ms = 1000
+	CONF
+	for n in $(seq "$nstor"); do
+		targets=
+		for t in $(seq "$ntgt"); do
+			mkdir -p "$tdir/storage$n/t$t"
+			targets+=${targets:+,}$tdir/storage$n/t$t
+		done
+		cat > "$d/etc/storage$n.conf" <<-CONF
+			auth-file = $PFS_SECRET
+			mgmtd = $PFS_MGMTD
+			listen = 127.0.0.1
+			port = $((8003 + 10 * (n - 1)))
+			alias = storage$n
+			state-dir = $d/storage$n
+			targets = $targets
+			heartbeat-ms = 1000
+		CONF
+	done
+
+	pfs_start_daemon mgmtd server/mgmtd/pfs-mgmtd
+	wait_until "pfs-mgmtd answering" eval 'pfs_ctl node list > /dev/null 2>&1'
+	pfs_start_daemon meta1 server/meta/pfs-meta
+	for n in $(seq "$nstor"); do
+		pfs_start_daemon "storage$n" server/storage/pfs-storage
+	done
+	wait_until "$((nstor * ntgt)) targets ONLINE" pfs_all_online $((nstor * ntgt))
+	wait_until "pfs-meta serving the namespace" eval 'pfs_ctl stat / > /dev/null 2>&1'
+}
+
+# Stops every daemon with SIGTERM, all at once (SIGKILL after PFS_WAIT).
+# Fails if one had died before or does not exit with status 0: a server
+# crash during a kernel test is a bug too.
+stop_cluster() {
+	local f name pid rc bad='' names=() pids=()
+	local deadline=$((SECONDS + PFS_WAIT))
+	for f in "$PFS_CLUSTER_DIR"/run/*.pid; do
+		[ -f "$f" ] || continue
+		name=$(basename "$f" .pid)
+		pid=$(cat "$f")
+		rm -f "$f"
+		if pfs_running "$pid"; then
+			kill -TERM "$pid" 2> /dev/null || true
+		else
+			bad+=" $name(died before stop_cluster)"
+		fi
+		names+=("$name")
+		pids+=("$pid")
+	done
+	for i in "${!pids[@]}"; do
+		name=${names[$i]} pid=${pids[$i]}
+		while pfs_running "$pid" && [ $SECONDS -lt $deadline ]; do
+			sleep 0.1
+		done
+		if pfs_running "$pid"; then
+			kill -KILL "$pid" 2> /dev/null || true
+			bad+=" $name(ignored SIGTERM for ${PFS_WAIT}s)"
+		fi
+		# Reap it and learn its status (127: not our child, unknown).
+		rc=0
+		wait "$pid" 2> /dev/null || rc=$?
+		[ "$rc" -eq 0 ] || [ "$rc" -eq 127 ] || bad+=" $name(exit status $rc)"
+	done
+	if [ -n "$bad" ]; then
+		pfs_show_logs
+		fail "daemons misbehaved:$bad"
+	fi
+}
+
+pfs_show_logs() {
+	local f
+	for f in "$PFS_CLUSTER_DIR"/log/*.log; do
+		[ -f "$f" ] || continue
+		echo "----- $(basename "$f") (last 30 lines) -----" >&2
+		tail -n 30 "$f" >&2
+	done
+}
+
+pfs_on_exit() {
+	local rc=$?
+	if [ "$rc" -ne 0 ]; then
+		pfs_show_logs
+	fi
+	return "$rc"
+}
+trap pfs_on_exit EXIT

@@ -1,0 +1,229 @@
+#!/bin/bash
+# Guest test (run-guest.sh): the data path of pfs.ko against real daemons.
+# Files of sizes around page, chunk and stripe boundaries and beyond one
+# request (PFS_MAX_IO) are written through the mount and read back through
+# the page cache, after dropping it (from the storage targets), and through
+# pfs-ctl (libpfs, the servers' view); then a sparse file past 4 GiB,
+# O_DIRECT at unaligned offsets, shared mmap writes, fsync's size report,
+# O_APPEND, partial overwrites, reads past EOF and a cache=none mount.
+. "$(dirname "$0")/lib.sh"
+
+MNT=/mnt/pfs
+MNT2=/mnt/pfs-nocache
+REF=/tmp/pfs-ref
+CHUNK=65536
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# The size the metadata server reports for PATH (relative to the mount).
+server_size() {
+	pfs_ctl --json stat "/$1" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["size"])'
+}
+
+# check_file PATH REFFILE [libpfs]: the file at MNT/PATH holds exactly
+# REFFILE, seen through the page cache and from the storage targets, and the
+# metadata server has its size; with "libpfs" pfs-ctl reads it too, which
+# proves the chunks lie where the user-space client expects them.
+check_file() {
+	local path=$1 ref=$2 how=${3:-} size got
+	size=$(stat -c %s "$ref")
+	[ "$(stat -c %s "$MNT/$path")" -eq "$size" ] ||
+		fail "$path: size $(stat -c %s "$MNT/$path"), expected $size"
+	cmp "$MNT/$path" "$ref" || fail "$path differs (page cache)"
+	drop_caches
+	cmp "$MNT/$path" "$ref" || fail "$path differs (read from the targets)"
+	got=$(server_size "$path")
+	[ "$got" -eq "$size" ] ||
+		fail "$path: the metadata server says $got bytes, expected $size"
+	[ "$how" = libpfs ] || return 0
+	# A request of 8 MiB takes seconds under TCG: more than the default.
+	pfs_ctl --timeout-ms 60000 cat "/$path" | cmp - "$ref" ||
+		fail "$path differs when read through libpfs"
+}
+
+step "start 2 storage servers with 2 targets each, load and mount"
+start_cluster 2 2
+load_module
+mark=$(dmesg_mark)
+mount_pfs "$MNT"
+mkdir "$MNT/dp" "$MNT/dp1" "$REF"
+# Small chunks over all 4 targets: chunk and stripe boundaries come early.
+pfs_ctl entry set --chunk-size 64K --num-targets 4 /dp
+# One target: the chunk file is the file, only PFS_MAX_IO cuts requests.
+pfs_ctl entry set --chunk-size 64K --num-targets 1 /dp1
+
+step "sizes around page, chunk, stripe and request boundaries"
+stripe=$((4 * CHUNK))
+for size in 0 1 4095 4096 4097 $((CHUNK - 1)) $CHUNK $((CHUNK + 1)) \
+	$((stripe - 1)) $stripe $((3 * stripe + 12345)) $((9 * 1048576 + 1)); do
+	head -c "$size" /dev/urandom > "$REF/$size"
+	cp "$REF/$size" "$MNT/dp/f$size"
+	how=
+	[ "$size" -le $((CHUNK + 1)) ] || how=libpfs
+	check_file "dp/f$size" "$REF/$size" $how
+done
+head -c $((17 * 1048576 + 3)) /dev/urandom > "$REF/big"
+dd if="$REF/big" of="$MNT/dp1/big" bs=3M status=none
+check_file dp1/big "$REF/big" libpfs
+cp "$REF/big" "$MNT/dp/big"
+check_file dp/big "$REF/big"
+
+step "partial overwrites inside the file and reads past EOF"
+python3 - "$MNT/dp/over" <<-'EOF'
+	import os, sys
+	path = sys.argv[1]
+	data = bytearray(os.urandom(300000))
+	with open(path, "wb") as f:
+	    f.write(data)
+	os.system("sync; echo 3 > /proc/sys/vm/drop_caches")
+	fd = os.open(path, os.O_RDWR)
+	# Partial folios inside i_size must be read before they are written.
+	for off, n in ((5000, 100), (65530, 20), (131071, 70000), (299990, 30)):
+	    patch = os.urandom(n)
+	    os.pwrite(fd, patch, off)
+	    data[off:off + n] = patch
+	assert os.pread(fd, 10, len(data) + 10) == b"", "read past EOF returned data"
+	assert os.pread(fd, 100, len(data) - 40) == bytes(data[-40:]), "short read at EOF"
+	os.close(fd)
+	os.system("sync; echo 3 > /proc/sys/vm/drop_caches")
+	with open(path, "rb") as f:
+	    assert f.read() == bytes(data), "overwritten file differs"
+	open(path + ".ref", "wb").write(data)
+EOF
+mv "$MNT/dp/over.ref" "$REF/over"
+check_file dp/over "$REF/over" libpfs
+
+step "sparse file with data past 4 GiB"
+python3 - "$MNT/dp/sparse" <<-'EOF'
+	import os, sys
+	path = sys.argv[1]
+	far = 5 * 2**30 + 12345
+	data = os.urandom(200000)
+	fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+	os.pwrite(fd, b"head", 0)
+	os.pwrite(fd, data, far)
+	os.close(fd)
+	assert os.stat(path).st_size == far + len(data)
+	os.system("sync; echo 3 > /proc/sys/vm/drop_caches")
+	fd = os.open(path, os.O_RDONLY)
+	assert os.pread(fd, 4, 0) == b"head"
+	for off in (4096, 2**31, 2**32 - 65536, 2**32 + 3, far - 100000):
+	    assert os.pread(fd, 65536, off) == bytes(65536), f"hole at {off} not zero"
+	assert os.pread(fd, len(data), far) == data, "data past 4 GiB differs"
+	assert os.pread(fd, 100, far + len(data)) == b""
+	os.close(fd)
+	fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+	assert os.pread(fd, len(data) + 100, far - 100) == bytes(100) + data, \
+	    "O_DIRECT read past 4 GiB differs"
+	os.close(fd)
+EOF
+[ "$(server_size dp/sparse)" -eq $((5 * 1073741824 + 12345 + 200000)) ] ||
+	fail "sparse file: the metadata server has size $(server_size dp/sparse)"
+
+step "O_DIRECT: unaligned offsets and buffers, coherence with the page cache"
+python3 - "$MNT/dp/direct" <<-'EOF'
+	import mmap, os, sys
+	path = sys.argv[1]
+	data = bytearray(os.urandom(3 * 2**20 + 777))
+	fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644)
+	# bytes objects are not page-aligned: PFS takes any alignment.
+	assert os.pwrite(fd, bytes(data), 100) == len(data)
+	assert os.pread(fd, len(data), 100) == bytes(data)
+	assert os.pread(fd, 1000, 99) == b"\0" + bytes(data[:999])
+	# An aligned buffer too, the way applications use O_DIRECT.
+	buf = mmap.mmap(-1, 2**20)
+	assert os.preadv(fd, [buf], 2**20) == 2**20
+	assert bytes(buf) == bytes(data[2**20 - 100:2**21 - 100])
+	# Cached writes through another descriptor are seen by direct reads...
+	bfd = os.open(path, os.O_RDWR)
+	os.pwrite(bfd, b"cached", 5000)
+	assert os.pread(fd, 6, 5000) == b"cached"
+	data[4900:4906] = b"cached"
+	# ... and direct writes by cached reads (the cached page is dropped).
+	assert os.pread(bfd, 6, 70000) == bytes(data[69900:69906])
+	os.pwrite(fd, b"direct", 70000)
+	data[69900:69906] = b"direct"
+	assert os.pread(bfd, 6, 70000) == b"direct"
+	os.close(bfd)
+	os.close(fd)
+	with open(path + ".ref", "wb") as f:
+	    f.write(bytes(100) + data)
+EOF
+mv "$MNT/dp/direct.ref" "$REF/direct"
+check_file dp/direct "$REF/direct" libpfs
+head -c $((10 * 1048576)) /dev/urandom > "$REF/dd"
+dd if="$REF/dd" of="$MNT/dp/dd" bs=1M oflag=direct status=none
+dd if="$MNT/dp/dd" of=/tmp/dd.back bs=4M iflag=direct status=none
+cmp /tmp/dd.back "$REF/dd" || fail "dd O_DIRECT read back differs"
+check_file dp/dd "$REF/dd"
+
+step "shared mmap writes reach the servers and read()"
+python3 - "$MNT/dp/mmap" <<-'EOF'
+	import mmap, os, sys
+	path = sys.argv[1]
+	size = 5 * 65536 + 1000
+	data = bytearray(os.urandom(size))
+	with open(path, "wb") as f:
+	    f.write(data)
+	fd = os.open(path, os.O_RDWR)
+	m = mmap.mmap(fd, size, mmap.MAP_SHARED)
+	for off in (0, 4095, 65536 + 17, 3 * 65536 - 3, size - 10):
+	    m[off:off + 10] = b"MMAPWRITE!"
+	    data[off:off + 10] = b"MMAPWRITE!"
+	rfd = os.open(path, os.O_RDONLY)
+	assert os.pread(rfd, size, 0) == bytes(data), "read() misses mmap writes"
+	os.close(rfd)
+	m.flush()
+	m.close()
+	os.close(fd)
+	with open(path + ".ref", "wb") as f:
+	    f.write(data)
+EOF
+mv "$MNT/dp/mmap.ref" "$REF/mmap"
+check_file dp/mmap "$REF/mmap" libpfs
+
+step "fsync reports the size while the file is open; O_APPEND"
+python3 - "$MNT/dp/fsync" "$PFS_BUILD/utils/ctl/pfs-ctl" \
+	"$PFS_CLUSTER_DIR/etc/ctl.conf" <<-'EOF'
+	import json, os, subprocess, sys
+	path, ctl, conf = sys.argv[1:4]
+	def server_size():
+	    out = subprocess.run([ctl, "--config", conf, "--json", "stat", "/dp/fsync"],
+	                         check=True, capture_output=True).stdout
+	    return json.loads(out)["size"]
+	fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+	os.write(fd, os.urandom(200000))
+	os.fsync(fd)
+	assert server_size() == 200000, f"after fsync the server has {server_size()}"
+	os.close(fd)
+	fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+	os.write(fd, b"tail1")
+	os.write(fd, b"tail2")
+	os.close(fd)
+	assert os.stat(path).st_size == 200010
+	assert server_size() == 200010
+	with open(path, "rb") as f:
+	    f.seek(-10, 2)
+	    assert f.read() == b"tail1tail2"
+EOF
+
+step "cache=none mount: every read and write goes to the servers"
+mount_pfs "$MNT2" cache=none
+head -c 300001 /dev/urandom > "$REF/nc"
+cp "$REF/nc" "$MNT2/dp/nc"
+cmp "$MNT2/dp/nc" "$REF/nc" || fail "cache=none read back differs"
+check_file dp/nc "$REF/nc" libpfs
+# What one mount writes and closes, the other reads at once.
+head -c 70000 /dev/urandom > "$REF/nc2"
+cp "$REF/nc2" "$MNT/dp/nc"
+cmp "$MNT2/dp/nc" "$REF/nc2" ||
+	fail "cache=none mount does not see the buffered mount's write"
+umount_pfs "$MNT2"
+
+step "unmount and unload"
+umount_pfs "$MNT"
+check_dmesg_clean "$mark"
+unload_module
+stop_cluster
+step "passed"
