@@ -33,11 +33,48 @@ void check(bool ok, const std::string& what) {
     if (!ok) throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+// Whole-buffer pread/pwrite: a network file system may return short counts.
+void pwrite_all(int fd, const char* p, size_t n, off_t off, const std::string& path) {
+    while (n > 0) {
+        ssize_t k = ::pwrite(fd, p, n, off);
+        if (k < 0 && errno == EINTR) continue;
+        check(k > 0, "pwrite " + path);
+        p += k, n -= size_t(k), off += k;
+    }
+}
+
+void pread_all(int fd, char* p, size_t n, off_t off, const std::string& path) {
+    while (n > 0) {
+        ssize_t k = ::pread(fd, p, n, off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k == 0) throw std::runtime_error("pread " + path + ": unexpected end of file");
+        check(k > 0, "pread " + path);
+        p += k, n -= size_t(k), off += k;
+    }
+}
+
+void maybe_drop_caches(const Workload& w) {
+    if (!w.drop_caches) return;
+    auto st = drop_caches();
+    if (!st) throw std::runtime_error(st.error().message);
+}
+
 std::string dl_path(const std::string& root, int i) {
     return root + "/dl/" + std::to_string(i % 10) + "/" + std::to_string(i / 10 % 10) + "/img" + std::to_string(i);
 }
 
 }  // namespace
+
+Status drop_caches() {
+    ::sync();
+    int fd = ::open("/proc/sys/vm/drop_caches", O_WRONLY);
+    if (fd < 0) return Error{-errno, std::string("open /proc/sys/vm/drop_caches: ") + std::strerror(errno)};
+    ssize_t n = ::write(fd, "3", 1);
+    int err = errno;
+    ::close(fd);
+    if (n != 1) return Error{-err, std::string("write /proc/sys/vm/drop_caches: ") + std::strerror(err)};
+    return ok_status();
+}
 
 Figures run_local(const std::string& dir, const Workload& w) {
     namespace fs = std::filesystem;
@@ -49,18 +86,21 @@ Figures run_local(const std::string& dir, const Workload& w) {
 
     // (a) sequential file per thread, 1 MiB requests.
     double t = parallel(w.threads, [&](int i) {
-        int fd = ::open((dir + "/seq" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-        check(fd >= 0, "open");
-        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) check(pwrite(fd, block.data(), mib, b * mib) == (ssize_t)mib, "pwrite");
-        check(fdatasync(fd) == 0, "fdatasync");
+        auto path = dir + "/seq" + std::to_string(i);
+        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        check(fd >= 0, "open " + path);
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pwrite_all(fd, block.data(), mib, b * mib, path);
+        check(fdatasync(fd) == 0, "fdatasync " + path);
         ::close(fd);
     });
     f.seq_write_mbs = w.threads * w.seq_mib_per_thread / t;
+    maybe_drop_caches(w);
     t = parallel(w.threads, [&](int i) {
         std::vector<char> buf(mib);
-        int fd = ::open((dir + "/seq" + std::to_string(i)).c_str(), O_RDONLY);
-        check(fd >= 0, "open");
-        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) check(pread(fd, buf.data(), mib, b * mib) == (ssize_t)mib, "pread");
+        auto path = dir + "/seq" + std::to_string(i);
+        int fd = ::open(path.c_str(), O_RDONLY);
+        check(fd >= 0, "open " + path);
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pread_all(fd, buf.data(), mib, b * mib, path);
         ::close(fd);
     });
     f.seq_read_mbs = w.threads * w.seq_mib_per_thread / t;
@@ -71,17 +111,21 @@ Figures run_local(const std::string& dir, const Workload& w) {
         auto p = dl_path(dir, i);
         fs::create_directories(fs::path(p).parent_path());
         int fd = ::open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-        check(fd >= 0 && write(fd, image.data(), image.size()) == (ssize_t)image.size(), "write");
+        check(fd >= 0, "create " + p);
+        pwrite_all(fd, image.data(), image.size(), 0, p);
         ::close(fd);
     }
+    maybe_drop_caches(w);
     std::vector<int> order(w.dl_files);
     for (int i = 0; i < w.dl_files; ++i) order[i] = i;
     std::shuffle(order.begin(), order.end(), std::mt19937(7));
     t = parallel(w.threads, [&](int tid) {
         std::vector<char> buf(image.size());
         for (size_t k = tid; k < order.size(); k += w.threads) {
-            int fd = ::open(dl_path(dir, order[k]).c_str(), O_RDONLY);
-            check(fd >= 0 && read(fd, buf.data(), buf.size()) == (ssize_t)buf.size(), "read");
+            auto p = dl_path(dir, order[k]);
+            int fd = ::open(p.c_str(), O_RDONLY);
+            check(fd >= 0, "open " + p);
+            pread_all(fd, buf.data(), buf.size(), 0, p);
             ::close(fd);
         }
     });
@@ -99,6 +143,7 @@ Figures run_local(const std::string& dir, const Workload& w) {
         }
     });
     f.create_shared_s = n / t;
+    maybe_drop_caches(w);
     t = parallel(w.threads, [&](int tid) {
         struct stat st;
         for (int k = 0; k < w.meta_files_per_thread; ++k) check(::stat(name(dir + "/shared", tid, k).c_str(), &st) == 0, "stat");

@@ -1,10 +1,12 @@
-// The peer every PFS figure is printed next to: the same workload on the
-// local file system that backs the storage targets, with real threads.
+// The workloads through plain POSIX calls on a directory with real threads:
+// the local file system beside PFS (`make bench`), or any mounted file
+// system (pfs.ko, NFS, ...) with `pfs-bench --posix NAME=DIR`.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
+
+#include "result.hpp"
 
 namespace pfs::bench {
 
@@ -20,9 +22,17 @@ struct Workload {
     uint64_t seq_mib_per_thread = 64;
     int dl_files = 2000;            // 100 KiB each, two-level tree
     int meta_files_per_thread = 2000;
+    // Before each read or stat phase: sync and drop the kernel's page,
+    // dentry and inode caches, so that phase reaches the file system (and,
+    // for a network file system, its server) instead of the client's cache.
+    bool drop_caches = false;
 };
 
-// Runs every workload under dir (created, then removed).
+// sync, then `echo 3 > /proc/sys/vm/drop_caches` (root only).
+Status drop_caches();
+
+// Runs every workload under dir, which it creates and removes again: give it
+// a directory of its own, never a mount point.
 Figures run_local(const std::string& dir, const Workload& w);
 
 }  // namespace pfs::bench

@@ -1,10 +1,17 @@
 // pfs-bench: the three workloads of the design (sequential streams, deep-
-// learning small-file reads, metadata ops) through libpfs against a running
-// PFS, each beside the same workload on a local directory, as a ratio.
+// learning small-file reads, metadata ops), each beside the same workload on
+// a peer, as a ratio to a baseline. Two modes:
+//   default   through libpfs against a running PFS ("pfs"), beside plain
+//             POSIX calls on --local-dir ("local", the baseline);
+//   --posix   plain POSIX calls on each NAME=DIR given (a pfs.ko mount, an
+//             NFS mount, a local directory, ...), ratios to --baseline.
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <fstream>
 #include <thread>
 
@@ -35,6 +42,15 @@ const Row kRows[] = {
     {"create_dir_per_worker", "ops/s", &bench::Figures::create_private_s},
 };
 
+// One column of the table: a file system and how it was driven.
+struct System {
+    std::string name;
+    std::string dir;    // POSIX: the directory given; libpfs: the path in PFS
+    bool libpfs = false;
+    bool dir_is_ours = false;   // --local-dir: used (created, removed) as it is
+    bench::Figures figures;
+};
+
 std::string machine() {
     utsname u{};
     uname(&u);
@@ -49,71 +65,177 @@ std::string today() {
     return buf;
 }
 
+// NAME=DIR from --posix.
+Result<System> parse_posix(const std::string& arg) {
+    auto eq = arg.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == arg.size())
+        return Error{-EINVAL, "--posix wants NAME=DIR, not '" + arg + "'"};
+    System s;
+    s.name = arg.substr(0, eq);
+    s.dir = arg.substr(eq + 1);
+    return s;
+}
+
+Status run_posix(System& s, const bench::Workload& w) {
+    // A mistyped mount point must not quietly measure the root file system.
+    struct stat st;
+    if (!s.dir_is_ours && (::stat(s.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+        return Error{-ENOTDIR, s.name + ": " + s.dir + " is not an existing directory"};
+    std::fprintf(stderr, "%s (POSIX, %s)...\n", s.name.c_str(), s.dir.c_str());
+    try {
+        // Otherwise a directory of its own: DIR may be a mount point, which
+        // run_local could not remove.
+        s.figures = bench::run_local(s.dir_is_ours ? s.dir : s.dir + "/pfs-bench.work", w);
+    } catch (const std::exception& e) {
+        return Error{-EIO, s.name + ": " + e.what()};
+    }
+    return ok_status();
+}
+
+Status run_libpfs(System& s, const Options& options, const bench::Workload& w) {
+    auto secret = daemon::load_secret(options);
+    if (!secret) return secret.error();
+    auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
+    if (!mgmtd) return mgmtd.error();
+    std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), s.dir.c_str());
+    asio::io_context io;
+    client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
+    client::FileSystem fs(cluster);
+    Result<bench::Figures> figures = Error{-EIO, "did not run"};
+    asio::co_spawn(io, [&]() -> awaitable<void> {
+        auto st = co_await cluster.start();
+        if (!st) {
+            figures = st.error();
+        } else {
+            figures = co_await bench::run_pfs(fs, s.dir, w);
+        }
+        cluster.close();
+    }, asio::detached);
+    io.run();
+    if (!figures) return figures.error();
+    s.figures = *figures;
+    return ok_status();
+}
+
+// Table on stdout: one column per system, then each one's ratio to the
+// baseline.
+void print_table(const std::vector<System>& systems, const System& base) {
+    std::printf("%-24s", "workload");
+    for (const auto& s : systems) std::printf(" %12s", s.name.c_str());
+    for (const auto& s : systems)
+        if (&s != &base) std::printf(" %12s", (s.name + "/" + base.name).c_str());
+    std::printf("  unit\n");
+    for (const Row& r : kRows) {
+        std::printf("%-24s", r.name);
+        for (const auto& s : systems) std::printf(" %12.0f", s.figures.*r.field);
+        double b = base.figures.*r.field;
+        for (const auto& s : systems)
+            if (&s != &base) std::printf(" %11.2fx", b > 0 ? s.figures.*r.field / b : 0);
+        std::printf("  %s\n", r.unit);
+    }
+}
+
+json to_json(const std::vector<System>& systems, const System& base, const bench::Workload& w,
+             const std::string& note) {
+    json out;
+    out["date"] = today();
+    out["machine"] = machine();
+    if (!note.empty()) out["note"] = note;
+    out["workload"] = {{"workers", w.threads}, {"seq_mib_per_worker", w.seq_mib_per_thread},
+                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread},
+                       {"drop_caches", w.drop_caches}};
+    out["baseline"] = base.name;
+    for (const auto& s : systems) out["systems"][s.name] = {{"dir", s.dir}, {"via", s.libpfs ? "libpfs" : "posix"}};
+    for (const Row& r : kRows) {
+        json row = {{"unit", r.unit}};
+        double b = base.figures.*r.field;
+        for (const auto& s : systems) {
+            row[s.name] = s.figures.*r.field;
+            if (&s != &base) row["ratio"][s.name] = b > 0 ? s.figures.*r.field / b : 0;
+        }
+        out["results"][r.name] = row;
+    }
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     log::set_component("pfs-bench");
-    Options options("pfs-bench", "PFS benchmark: each workload on PFS and on a local directory, as a ratio.");
+    Options options("pfs-bench",
+                    "PFS benchmark: each workload on PFS (libpfs) and on a local directory, or through POSIX calls "
+                    "on each --posix NAME=DIR; ratios to a baseline.");
     daemon::add_auth_option(options);
     options.add()
         ("mgmtd", po::value<std::string>()->default_value("localhost"), "management daemon, HOST[:PORT]")
-        ("local-dir", po::value<std::string>()->required(), "local directory for the comparison (same disk as the targets)")
+        ("local-dir", po::value<std::string>(), "local directory for the comparison with libpfs (same disk as the targets)")
         ("pfs-dir", po::value<std::string>()->default_value("/bench"), "directory in PFS to create and use")
+        ("posix", po::value<std::vector<std::string>>()->composing(),
+         "NAME=DIR (repeatable): run the workloads through POSIX calls in DIR/pfs-bench.work instead of libpfs")
+        ("baseline", po::value<std::string>()->default_value(""),
+         "NAME of the --posix system the others are divided by (default: 'local' if given, else the last)")
         ("threads", po::value<int>()->default_value(4), "concurrent workers")
         ("seq-mib", po::value<uint64_t>()->default_value(64), "MiB each sequential stream writes and reads")
         ("dl-files", po::value<int>()->default_value(2000), "100 KiB files for the deep-learning read pattern")
         ("meta-files", po::value<int>()->default_value(2000), "files per worker for the metadata workload")
+        ("drop-caches", po::bool_switch(),
+         "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
+        ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
         ("json-out", po::value<std::string>()->default_value(""), "also write the results as JSON here");
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
+    auto usage_error = [](const std::string& msg) {
+        std::fprintf(stderr, "pfs-bench: %s\n", msg.c_str());
+        return 2;
+    };
 
     bench::Workload w;
     w.threads = options.get<int>("threads");
     w.seq_mib_per_thread = options.get<uint64_t>("seq-mib");
     w.dl_files = options.get<int>("dl-files");
     w.meta_files_per_thread = options.get<int>("meta-files");
-    auto secret = daemon::load_secret(options);
-    auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
-    if (!secret || !mgmtd) {
-        std::fprintf(stderr, "pfs-bench: %s\n", (!secret ? secret.error() : mgmtd.error()).message.c_str());
-        return 2;
-    }
+    w.drop_caches = options.get<bool>("drop-caches");
+    if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
+        return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
+    if (w.drop_caches && geteuid() != 0) return usage_error("--drop-caches needs root");
 
-    std::fprintf(stderr, "local file system...\n");
-    bench::Figures local = bench::run_local(options.get<std::string>("local-dir"), w);
-
-    std::fprintf(stderr, "pfs...\n");
-    asio::io_context io;
-    client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
-    client::FileSystem fs(cluster);
-    Result<bench::Figures> pfs_figures = Error{-EIO, "did not run"};
-    asio::co_spawn(io, [&]() -> awaitable<void> {
-        auto st = co_await cluster.start();
-        if (!st) {
-            pfs_figures = st.error();
-        } else {
-            pfs_figures = co_await bench::run_pfs(fs, options.get<std::string>("pfs-dir"), w);
+    std::vector<System> systems;
+    std::string baseline = options.get<std::string>("baseline");
+    if (options.has("posix")) {
+        if (options.has("local-dir")) return usage_error("--local-dir goes with libpfs; with --posix name it local=DIR");
+        for (const auto& arg : options.get<std::vector<std::string>>("posix")) {
+            auto s = parse_posix(arg);
+            if (!s) return usage_error(s.error().message);
+            for (const auto& other : systems)
+                if (other.name == s->name) return usage_error("--posix name '" + s->name + "' given twice");
+            systems.push_back(*s);
         }
-        cluster.close();
-    }, asio::detached);
-    io.run();
-    if (!pfs_figures) {
-        std::fprintf(stderr, "pfs-bench: %s\n", pfs_figures.error().message.c_str());
-        return 1;
+    } else {
+        if (!options.has("local-dir")) return usage_error("give --local-dir (libpfs beside it) or --posix NAME=DIR");
+        if (!baseline.empty() && baseline != "local") return usage_error("--baseline is for --posix");
+        systems.push_back({"pfs", options.get<std::string>("pfs-dir"), true, false, {}});
+        systems.push_back({"local", options.get<std::string>("local-dir"), false, true, {}});
+    }
+    const System* base = nullptr;
+    for (const auto& s : systems)
+        if (s.name == (baseline.empty() ? "local" : baseline)) base = &s;
+    if (!base && !baseline.empty()) return usage_error("--baseline '" + baseline + "' is not a --posix NAME");
+    if (!base) base = &systems.back();
+
+    for (auto& s : systems) {
+        auto st = s.libpfs ? run_libpfs(s, options, w) : run_posix(s, w);
+        if (!st) {
+            std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
+            return 1;
+        }
     }
 
-    json out;
-    out["date"] = today();
-    out["machine"] = machine();
-    out["workload"] = {{"workers", w.threads}, {"seq_mib_per_worker", w.seq_mib_per_thread},
-                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread}};
-    std::printf("%-24s %12s %12s %8s\n", "workload", "pfs", "local", "ratio");
-    for (const Row& r : kRows) {
-        double p = (*pfs_figures).*r.field, l = local.*r.field;
-        double ratio = l > 0 ? p / l : 0;
-        std::printf("%-24s %12.0f %12.0f %7.2fx  %s\n", r.name, p, l, ratio, r.unit);
-        out["results"][r.name] = {{"unit", r.unit}, {"pfs", p}, {"local", l}, {"ratio", ratio}};
-    }
+    print_table(systems, *base);
+    json out = to_json(systems, *base, w, options.get<std::string>("note"));
     std::string path = options.get<std::string>("json-out");
-    if (!path.empty()) std::ofstream(path) << out.dump(2) << "\n";
+    if (!path.empty()) {
+        std::ofstream f(path);
+        f << out.dump(2) << "\n";
+        if (!f.flush()) return usage_error("cannot write " + path);
+    }
     return 0;
 }
