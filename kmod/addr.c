@@ -467,40 +467,99 @@ static int pfs_read_folio(struct file *file, struct folio *folio)
 }
 
 /*
- * One striped read for the whole window, its pieces on all targets in
- * flight together, straight into the locked folios of the window.
+ * One striped read for the window [pos, pos + len) of mapping, its pieces
+ * on all targets in flight together, straight into the window's locked
+ * folios; then each folio that got its data is marked uptodate, and all
+ * are unlocked (those left without data are read again by read_folio).
  */
-static void pfs_readahead(struct readahead_control *ractl)
+static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
+			    struct folio **folios, unsigned int nr)
 {
-	struct inode *inode = ractl->mapping->host;
-	loff_t pos = readahead_pos(ractl);
-	size_t len = readahead_length(ractl);
+	struct address_space *mapping = inode->i_mapping;
 	loff_t size = i_size_read(inode);
 	size_t want = pos < size ? min_t(u64, len, size - pos) : 0;
 	loff_t good_end = pos + len;	/* folios before it are complete */
-	struct folio *folio;
 	struct iov_iter it;
+	unsigned int i;
 
 	if (want) {
 		ssize_t n;
 
-		iov_iter_xarray(&it, ITER_DEST, &ractl->mapping->i_pages,
-				pos, want);
+		iov_iter_xarray(&it, ITER_DEST, &mapping->i_pages, pos, want);
 		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want);
 		if (n < (ssize_t)want)
 			good_end = pos + max_t(ssize_t, n, 0);
 	}
 	if (want < len && good_end == pos + len) {
-		iov_iter_xarray(&it, ITER_DEST, &ractl->mapping->i_pages,
-				pos + want, len - want);
+		iov_iter_xarray(&it, ITER_DEST, &mapping->i_pages, pos + want,
+				len - want);
 		iov_iter_zero(len - want, &it);
 	}
-	/* Folios left without data are read again by read_folio. */
-	while ((folio = readahead_folio(ractl))) {
-		if (folio_pos(folio) + folio_size(folio) <= good_end)
-			folio_mark_uptodate(folio);
-		folio_unlock(folio);
+	/* After the last unlock the inode may go: touch nothing after it. */
+	for (i = 0; i < nr; i++) {
+		if (folio_pos(folios[i]) + folio_size(folios[i]) <= good_end)
+			folio_mark_uptodate(folios[i]);
+		folio_unlock(folios[i]);
 	}
+}
+
+/*
+ * Readahead in the background, as block devices do it with bios: the
+ * window's folios stay locked (and so in the page cache, and the inode
+ * unevicted) while a worker fetches them; a reader waits only on the
+ * folio it needs, so it consumes one window while the next is on its way.
+ */
+struct pfs_ra_work {
+	struct work_struct work;
+	struct inode *inode;
+	loff_t pos;
+	size_t len;
+	unsigned int nr;
+	struct folio *folios[];
+};
+
+static struct workqueue_struct *pfs_ra_wq;
+
+static void pfs_ra_worker(struct work_struct *work)
+{
+	struct pfs_ra_work *w = container_of(work, struct pfs_ra_work, work);
+	/* As in the reader's context: reclaim must not re-enter the fs. */
+	unsigned int nofs = memalloc_nofs_save();
+
+	pfs_read_window(w->inode, w->pos, w->len, w->folios, w->nr);
+	memalloc_nofs_restore(nofs);
+	kvfree(w);
+}
+
+static void pfs_readahead(struct readahead_control *ractl)
+{
+	unsigned int max = readahead_count(ractl);	/* pages: >= folios */
+	struct pfs_ra_work *w;
+	struct folio *folio;
+
+	w = kvmalloc(struct_size(w, folios, max), GFP_KERNEL);
+	if (!w)
+		return;	/* read_folio reads each folio when it is needed */
+	w->inode = ractl->mapping->host;
+	w->pos = readahead_pos(ractl);
+	w->len = readahead_length(ractl);
+	w->nr = 0;
+	while (w->nr < max && (folio = readahead_folio(ractl)))
+		w->folios[w->nr++] = folio;
+	INIT_WORK(&w->work, pfs_ra_worker);
+	queue_work(pfs_ra_wq, &w->work);
+}
+
+int pfs_addr_init(void)
+{
+	/* Unbound: windows of many files and readers in flight at once. */
+	pfs_ra_wq = alloc_workqueue("pfs_readahead", WQ_UNBOUND, 0);
+	return pfs_ra_wq ? 0 : -ENOMEM;
+}
+
+void pfs_addr_exit(void)
+{
+	destroy_workqueue(pfs_ra_wq);
 }
 
 /* ---- page cache: writes ---- */

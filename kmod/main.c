@@ -32,18 +32,25 @@ static int __init pfs_init(void)
 					     pfs_inode_init_once);
 	if (!pfs_inode_cachep)
 		return -ENOMEM;
+	rc = pfs_addr_init();
+	if (rc)
+		goto out_cache;
 	rc = register_filesystem(&pfs_fs_type);
-	if (rc) {
-		kmem_cache_destroy(pfs_inode_cachep);
-		return rc;
-	}
+	if (rc)
+		goto out_addr;
 	pr_info("protocol v%u ready\n", PFS_PROTO_VERSION);
 	return 0;
+out_addr:
+	pfs_addr_exit();
+out_cache:
+	kmem_cache_destroy(pfs_inode_cachep);
+	return rc;
 }
 
 static void __exit pfs_exit(void)
 {
 	unregister_filesystem(&pfs_fs_type);
+	pfs_addr_exit();
 	/* Inodes are freed after an RCU grace period: wait for them. */
 	rcu_barrier();
 	kmem_cache_destroy(pfs_inode_cachep);

@@ -238,6 +238,9 @@ int pfs_flock(struct file *file, int cmd, struct file_lock *fl);
 
 /* addr.c: page cache and direct I/O against the storage targets */
 extern const struct address_space_operations pfs_aops;
+/* The readahead workqueue, for module init and exit. */
+int pfs_addr_init(void);
+void pfs_addr_exit(void);
 /*
  * Striped transfers of a regular file with a known layout: every target
  * touched gets its request in flight before the first wait. Return bytes
