@@ -11,6 +11,7 @@ PACKAGES=(
   linux-headers-amd64 kmod          # the kernel module (kbuild)
   qemu-system-x86 busybox-static cpio e2fsprogs fio  # kernel tests in a QEMU guest (tests/kernel)
   nfs-kernel-server rpcbind         # the NFS peer of make bench-kernel (tests/kernel/nfs-setup.sh)
+  valgrind                          # daemons checked for memory errors at shutdown (tests/integration)
 )
 
 missing=()

@@ -17,4 +17,13 @@ namespace pfs {
 namespace asio = boost::asio;
 using asio::awaitable;
 using asio::ip::tcp;
+
+// A daemon's event loop. Once run() returns, shutdown() destroys the handlers
+// still pending (suspended coroutine frames among them) while the objects
+// they point into are alive; those objects, which hold the loop's sockets and
+// timers, must then go before the loop itself does.
+class EventLoop : public asio::io_context {
+public:
+    using asio::io_context::shutdown;
+};
 }  // namespace pfs

@@ -75,7 +75,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 1;
     }
 
-    asio::io_context io;
+    EventLoop io;
     ServerConfig config;
     config.host = options.get<std::string>("listen");
     config.port = options.get<uint16_t>("port");
@@ -95,8 +95,9 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 1;
     }
     agent.on_registered([&server, &spec](uint32_t id) { server.set_identity(id, spec.node_type); });
-    if (auto st = install(server, agent, context); !st) {
-        log::error(st.error().message);
+    auto parts = install(server, agent, context);
+    if (!parts) {
+        log::error(parts.error().message);
         return 1;
     }
     agent.start();
@@ -104,6 +105,10 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     asio::signal_set signals(io);
     daemon::stop_on_signals(io, signals);
     io.run();
+    // Pending handlers go first, while the parts they point into live; the
+    // parts, the agent and the server then close their sockets, and the
+    // loop goes last.
+    io.shutdown();
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "config.hpp"
 #include "node_agent.hpp"
@@ -31,9 +32,14 @@ struct DaemonContext {
     const Options& options;  // parsed: the daemon's own options among them
 };
 
-using InstallFn = std::function<Status(RpcServer&, NodeAgent&, DaemonContext&)>;
+// What a daemon builds at install (its service, stores, clients), kept until
+// the loop has stopped and destroyed before the loop is: these parts hold
+// the loop's sockets and timers.
+using DaemonParts = std::shared_ptr<void>;
+using InstallFn = std::function<Result<DaemonParts>(RpcServer&, NodeAgent&, DaemonContext&)>;
 
-// Runs the daemon until SIGINT/SIGTERM; `install` adds its request handlers.
+// Runs the daemon until SIGINT/SIGTERM; `install` adds its request handlers
+// and hands over the parts they use.
 int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const InstallFn& install);
 
 }  // namespace pfs

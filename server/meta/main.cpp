@@ -12,7 +12,8 @@ using namespace pfs;
 
 namespace {
 
-// Everything that must outlive the request handlers.
+// Everything the request handlers use; run_server_daemon keeps it until the
+// loop has stopped and destroys it before the loop.
 struct MetaServer {
     std::unique_ptr<Uring> ring;
     std::unique_ptr<client::Cluster> cluster;
@@ -20,7 +21,9 @@ struct MetaServer {
     std::unique_ptr<meta::Service> service;
     std::unique_ptr<meta::MetaStore> store;
     bool opening = false;
-    bool failed = false;
+    bool* failed;  // set when the namespace cannot be opened
+
+    explicit MetaServer(bool* failed_flag) : failed(failed_flag) {}
 
     Status install(RpcServer& server, NodeAgent& agent, DaemonContext& ctx) {
         auto r = Uring::create();
@@ -47,7 +50,7 @@ struct MetaServer {
         auto opened = co_await meta::MetaStore::open(dir, node_id, meta::wall_clock_now(), *ring);
         if (!opened) {
             log::error(opened.error().message);
-            failed = true;
+            *failed = true;
             io.stop();
             co_return;
         }
@@ -83,9 +86,12 @@ int main(int argc, char** argv) {
                                               "seconds a client may stay silent before its locks are "
                                               "released and its open files closed");
                             }};
-    MetaServer meta;
-    int rc = run_server_daemon(spec, argc, argv, [&meta](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) {
-        return meta.install(server, agent, ctx);
-    });
-    return meta.failed ? 1 : rc;
+    bool failed = false;
+    auto install = [&failed](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) -> Result<DaemonParts> {
+        auto meta = std::make_shared<MetaServer>(&failed);
+        if (auto st = meta->install(server, agent, ctx); !st) return st.error();
+        return DaemonParts{std::move(meta)};
+    };
+    int rc = run_server_daemon(spec, argc, argv, install);
+    return failed ? 1 : rc;
 }

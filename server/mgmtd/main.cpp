@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    asio::io_context io;
+    EventLoop io;
     ServerConfig config;
     config.host = options.get<std::string>("listen");
     config.port = options.get<uint16_t>("port");
@@ -77,5 +77,6 @@ int main(int argc, char** argv) {
     asio::signal_set signals(io);
     daemon::stop_on_signals(io, signals);
     io.run();
+    io.shutdown();  // pending handlers go while the service they use lives
     return 0;
 }

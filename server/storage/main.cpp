@@ -37,7 +37,8 @@ pfs::StorageServiceOptions storage_options(const pfs::Options& options) {
 int main(int argc, char** argv) {
     const pfs::ServerDaemon spec{"pfs-storage", "PFS storage server.", PFS_NODE_STORAGE,
                                  PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, add_storage_options};
-    auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent, pfs::DaemonContext& ctx) -> pfs::Status {
+    auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent,
+                      pfs::DaemonContext& ctx) -> pfs::Result<pfs::DaemonParts> {
         const auto options = storage_options(ctx.options);
         // The handlers own the service, and the server drops them before the
         // event loop goes: nothing of the ring outlives the loop.
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
         if (!service) return service.error();
         (*service)->install(server);
         if (options.chunks.direct_io) pfs::log::info("chunk files use O_DIRECT");
-        return pfs::ok_status();
+        return pfs::DaemonParts{};
     };
     return pfs::run_server_daemon(spec, argc, argv, install);
 }

@@ -47,16 +47,19 @@ class Daemon:
         self.proc.wait()
         self.log.close()
 
-    def stop(self):
+    def stop(self, timeout=10):
+        """SIGTERM, SIGKILL after timeout seconds; returns the exit status."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         if self.proc:
             self.log.close()
+            return self.proc.returncode
+        return None
 
     def alive(self):
         return self.proc.poll() is None
@@ -76,8 +79,9 @@ class Daemon:
 class Cluster:
     """mgmtd + meta + storage daemons with short timeouts, for tests."""
 
-    def __init__(self, bin_dir, probably_offline_ms=1500, offline_ms=4000, heartbeat_ms=250):
+    def __init__(self, bin_dir, probably_offline_ms=1500, offline_ms=4000, heartbeat_ms=250, wrapper=()):
         self.bin_dir = bin_dir
+        self.wrapper = list(wrapper)  # runs the daemons under it (valgrind ...)
         self.dir = tempfile.mkdtemp(prefix="pfs-it-")
         self.secret = os.path.join(self.dir, "auth.secret")
         self.write_secret(self.secret, os.urandom(24).hex())
@@ -100,17 +104,18 @@ class Cluster:
     def common(self, secret=None):
         return ["--config", "/dev/null", "--auth-file", secret or self.secret, "--log-level", "debug"]
 
-    def start_mgmtd(self):
-        argv = [self.binary("pfs-mgmtd"), *self.common(), "--listen", "127.0.0.1", "--port", str(self.mgmtd_port),
+    def start_mgmtd(self, timeout=20.0):
+        argv = [*self.wrapper, self.binary("pfs-mgmtd"), *self.common(), "--listen", "127.0.0.1", "--port", str(self.mgmtd_port),
                 "--data-dir", os.path.join(self.dir, "mgmtd"),
                 "--probably-offline-ms", str(self.timeouts[0]), "--offline-ms", str(self.timeouts[1])]
         d = self.daemons["mgmtd"] = Daemon("mgmtd", argv, os.path.join(self.dir, "mgmtd.log")).start()
-        wait_for("mgmtd to listen", lambda: socket.create_connection(("127.0.0.1", self.mgmtd_port), 1).close() or True)
+        wait_for("mgmtd to listen", lambda: socket.create_connection(("127.0.0.1", self.mgmtd_port), 1).close() or True,
+                 timeout=timeout)
         return d
 
     def start_server(self, kind, alias, targets=(), port=None, secret=None, extra=()):
         port = port or free_port()
-        argv = [self.binary("pfs-" + kind), *self.common(secret), "--listen", "127.0.0.1", "--port", str(port),
+        argv = [*self.wrapper, self.binary("pfs-" + kind), *self.common(secret), "--listen", "127.0.0.1", "--port", str(port),
                 "--mgmtd", f"127.0.0.1:{self.mgmtd_port}", "--alias", alias,
                 "--state-dir", os.path.join(self.dir, alias), "--heartbeat-ms", str(self.heartbeat_ms), *extra]
         for t in targets:

@@ -205,6 +205,14 @@ if [ ${#problems[@]} -eq 0 ]; then
   exit 0
 fi
 
+# The verdict first (a CI log may show only the top of a failure), then the
+# console, then the verdict again below it.
+verdict() {
+  local p
+  for p in "${problems[@]}"; do echo "run-guest: FAILED: $p" >&2; done
+  grep -a -E '^(FAIL: |== \[)' "$log" | tail -n 3 | sed 's/^/run-guest: /' >&2 || true
+}
+verdict
 if [ "$quiet" = 1 ] || ! grep -q 'pfs-guest: booted in' "$log"; then
   lines=$(wc -l < "$log")
   if [ "$lines" -le 400 ]; then
@@ -228,7 +236,7 @@ if [ "$quiet" = 1 ] || ! grep -q 'pfs-guest: booted in' "$log"; then
   echo "----- end of console -----" >&2
 fi
 [ ! -s "$job/qemu.out" ] || { echo "----- qemu -----" >&2; cat "$job/qemu.out" >&2; }
-for p in "${problems[@]}"; do echo "run-guest: FAILED: $p" >&2; done
+verdict
 echo "run-guest: console log: $log" >&2
 if [ -n "$exit_rc" ] && [ "$exit_rc" -ne 0 ]; then exit "$exit_rc"; fi
 [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || exit 124
