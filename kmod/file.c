@@ -110,23 +110,105 @@ static int pfs_file_report(struct file *file)
 	return rc;
 }
 
-static int pfs_send_close(struct inode *inode)
+static int pfs_send_close(struct super_block *sb, const struct pfs_entry_id *id)
 {
-	struct pfs_entry_id id = PFS_I(inode)->id;
+	struct pfs_entry_id copy = *id;
 
-	return pfs_meta_simple(inode->i_sb, &id, PFS_MSG_CLOSE, pfs_x_entry_id,
-			       &id);
+	return pfs_meta_simple(sb, &copy, PFS_MSG_CLOSE, pfs_x_entry_id,
+			       &copy);
 }
 
 /*
- * Every open is an OPEN on the metadata server: it counts the file as open
- * (an unlinked file lives on until the last close) and returns the layout.
+ * CLOSE goes out in the background: nobody waits for its answer, which
+ * saves a round trip at every close(2). pfs_kill_sb drains what is
+ * queued before the session ends.
+ */
+struct pfs_close_work {
+	struct work_struct work;
+	struct super_block *sb;
+	struct pfs_entry_id id;
+};
+
+static struct workqueue_struct *pfs_close_wq;
+
+static void pfs_close_worker(struct work_struct *work)
+{
+	struct pfs_close_work *w = container_of(work, struct pfs_close_work,
+						work);
+	int rc = pfs_send_close(w->sb, &w->id);
+
+	if (rc)
+		pr_warn_ratelimited("CLOSE of inode %llu failed: %d\n",
+				    w->id.ino, rc);
+	kfree(w);
+}
+
+void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id)
+{
+	struct pfs_close_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
+
+	if (!w) {
+		pfs_send_close(sb, id);	/* no memory: wait for it instead */
+		return;
+	}
+	INIT_WORK(&w->work, pfs_close_worker);
+	w->sb = sb;
+	w->id = *id;
+	queue_work(pfs_close_wq, &w->work);
+}
+
+void pfs_drain_closes(void)
+{
+	flush_workqueue(pfs_close_wq);
+}
+
+int pfs_file_init(void)
+{
+	/* Unbound: a CLOSE waiting on a slow server holds up no other. */
+	pfs_close_wq = alloc_workqueue("pfs_close", WQ_UNBOUND, 0);
+	return pfs_close_wq ? 0 : -ENOMEM;
+}
+
+void pfs_file_exit(void)
+{
+	destroy_workqueue(pfs_close_wq);
+}
+
+/* The local half of an open the metadata server has counted. */
+static int pfs_file_setup(struct inode *inode, struct file *file)
+{
+	struct pfs_file_info *fi;
+	int rc;
+
+	rc = pfs_revalidate_mapping(inode);
+	if (rc)
+		return rc;
+	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
+	if (!fi)
+		return -ENOMEM;
+	file->private_data = fi;
+#ifdef FMODE_CAN_ODIRECT
+	file->f_mode |= FMODE_CAN_ODIRECT;
+#endif
+	return 0;
+}
+
+int pfs_file_open_counted(struct inode *inode, struct file *file)
+{
+	int rc = generic_file_open(inode, file);
+
+	return rc ? rc : pfs_file_setup(inode, file);
+}
+
+/*
+ * Every open is an OPEN on the metadata server (or an OPEN_NAME or a
+ * CREATE that opens, see pfs_atomic_open): it counts the file as open (an
+ * unlinked file lives on until the last close) and returns the layout.
  */
 static int pfs_file_open(struct inode *inode, struct file *file)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_open req = { .id = pi->id, .flags = file->f_flags };
-	struct pfs_file_info *fi;
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;
@@ -136,12 +218,9 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 	rc = generic_file_open(inode, file);
 	if (rc)
 		return rc;
-	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
-	if (!fi || !layout) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!layout)
+		return -ENOMEM;
 	buf = pfs_encode(pfs_x_open, &req, &len);
 	if (IS_ERR(buf)) {
 		rc = PTR_ERR(buf);
@@ -161,21 +240,13 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		pfs_inode_update(inode, &attr);
 		rc = pfs_inode_set_layout(inode, layout);
 		if (!rc)
-			rc = pfs_revalidate_mapping(inode);
+			rc = pfs_file_setup(inode, file);
 	}
-	if (rc) {
-		pfs_send_close(inode);
-		goto out;
-	}
-	file->private_data = fi;
-	fi = NULL;
-#ifdef FMODE_CAN_ODIRECT
-	file->f_mode |= FMODE_CAN_ODIRECT;
-#endif
+	if (rc)
+		pfs_close_later(inode->i_sb, &pi->id);
 out:
 	kfree(buf);
 	kfree(layout);
-	kfree(fi);
 	return rc;
 }
 
@@ -210,10 +281,7 @@ static int pfs_file_release(struct inode *inode, struct file *file)
 			pr_warn_ratelimited("size report of inode %llu at close failed: %d\n",
 					    ino, rc);
 	}
-	rc = pfs_send_close(inode);
-	if (rc)
-		pr_warn_ratelimited("CLOSE of inode %llu failed: %d\n",
-				    ino, rc);
+	pfs_close_later(inode->i_sb, &PFS_I(inode)->id);
 	kfree(file->private_data);
 	return 0;
 }

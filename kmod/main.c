@@ -35,11 +35,16 @@ static int __init pfs_init(void)
 	rc = pfs_addr_init();
 	if (rc)
 		goto out_cache;
-	rc = register_filesystem(&pfs_fs_type);
+	rc = pfs_file_init();
 	if (rc)
 		goto out_addr;
+	rc = register_filesystem(&pfs_fs_type);
+	if (rc)
+		goto out_file;
 	pr_info("protocol v%u ready\n", PFS_PROTO_VERSION);
 	return 0;
+out_file:
+	pfs_file_exit();
 out_addr:
 	pfs_addr_exit();
 out_cache:
@@ -50,6 +55,7 @@ out_cache:
 static void __exit pfs_exit(void)
 {
 	unregister_filesystem(&pfs_fs_type);
+	pfs_file_exit();
 	pfs_addr_exit();
 	/* Inodes are freed after an RCU grace period: wait for them. */
 	rcu_barrier();

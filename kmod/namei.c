@@ -198,17 +198,21 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	inode = pfs_iget(dir->i_sb, &attr);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
-		goto out;
+		goto out_opened;
 	if (layout)
 		rc = pfs_inode_set_layout(inode, layout);
 	if (!rc)
 		rc = pfs_apply_acls(inode, default_acl, acl);
 	if (rc) {
 		iput(inode);
-		goto out;
+		goto out_opened;
 	}
 	d_instantiate(dentry, inode);
 	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+	goto out;
+out_opened:
+	if (flags & PFS_CREATE_OPEN)
+		pfs_close_later(dir->i_sb, &attr.id);
 out:
 	posix_acl_release(default_acl);
 	posix_acl_release(acl);
@@ -222,6 +226,159 @@ static int pfs_create(pfs_idmap_t *idmap, struct inode *dir,
 {
 	return pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
 			      excl ? PFS_CREATE_EXCL : 0);
+}
+
+/* OPEN_NAME of dentry's name in dir: *attr; *layout for regular files. */
+static int pfs_open_name(struct inode *dir, struct dentry *dentry,
+			 unsigned int flags, struct pfs_attr *attr,
+			 struct pfs_layout *layout)
+{
+	struct pfs_open_name *m;
+	int rc;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	m->dir = PFS_I(dir)->id;
+	m->flags = flags;
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (!rc)
+		rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
+				       pfs_x_open_name, m, attr, layout);
+	kfree(m);
+	return rc;
+}
+
+/*
+ * finish_open with the open the server has counted, which is closed again
+ * when the VFS fails the open before it is ours to release.
+ */
+static int pfs_finish_counted(struct file *file, struct dentry *dentry,
+			      const struct pfs_entry_id *id)
+{
+	int rc = finish_open(file, dentry, pfs_file_open_counted);
+
+	if (rc && !(file->f_mode & FMODE_OPENED))
+		pfs_close_later(dentry->d_sb, id);
+	return rc;
+}
+
+/* O_CREAT|O_EXCL: one CREATE that also opens the new file. */
+static int pfs_create_open(struct inode *dir, struct dentry *dentry,
+			   struct file *file, umode_t mode)
+{
+	struct dentry *res;
+	int rc;
+
+	/* A dentry still in lookup is hashed (negative) before it gets an inode. */
+	if (d_in_lookup(dentry)) {
+		res = pfs_lookup(dir, dentry,
+				 LOOKUP_OPEN | LOOKUP_CREATE | LOOKUP_EXCL);
+		if (IS_ERR(res))
+			return PTR_ERR(res);
+		if (WARN_ON_ONCE(res)) {	/* only directories have aliases */
+			dput(res);
+			return -EIO;
+		}
+	}
+	if (d_really_is_positive(dentry))
+		return -EEXIST;
+	rc = pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
+			    PFS_CREATE_EXCL | PFS_CREATE_OPEN);
+	if (rc)
+		return rc;
+	file->f_mode |= FMODE_CREATED;
+	return pfs_finish_counted(file, dentry, &PFS_I(d_inode(dentry))->id);
+}
+
+/*
+ * Opens of names the dentry cache does not know take one round trip:
+ * OPEN_NAME looks the name up and opens a regular file, CREATE creates and
+ * opens with O_CREAT|O_EXCL. Everything else goes the usual way: a lookup,
+ * then a create or the VFS's own open (->open, OPEN).
+ */
+static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
+			   struct file *file, unsigned int flags,
+			   umode_t mode)
+{
+	unsigned int gen = pfs_names_gen(dir);
+	unsigned int lookup_flags = LOOKUP_OPEN;
+	struct pfs_layout *layout;
+	struct dentry *res = NULL;
+	struct pfs_attr attr;
+	struct inode *inode;
+	int rc;
+
+	if (dentry->d_name.len >= PFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return pfs_create_open(dir, dentry, file, mode);
+	if (!(flags & (O_CREAT | O_DIRECTORY)) && d_in_lookup(dentry))
+		goto open_name;
+
+	if (flags & O_CREAT)
+		lookup_flags |= LOOKUP_CREATE;
+	if (d_in_lookup(dentry)) {
+		res = pfs_lookup(dir, dentry, lookup_flags);
+		if (IS_ERR(res))
+			return PTR_ERR(res);
+		if (res)
+			dentry = res;
+	}
+	if (!(flags & O_CREAT) || d_really_is_positive(dentry))
+		return finish_no_open(file, res);
+	rc = pfs_create(PFS_NOP_IDMAP, dir, dentry, mode, false);
+	if (!rc) {
+		file->f_mode |= FMODE_CREATED;
+		rc = finish_open(file, dentry, NULL);
+	}
+	dput(res);
+	return rc;
+
+open_name:
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!layout)
+		return -ENOMEM;
+	rc = pfs_open_name(dir, dentry, file->f_flags, &attr, layout);
+	if (rc == -ENOENT) {
+		pfs_dentry_stamp(dentry, gen);
+		rc = finish_no_open(file, d_splice_alias(NULL, dentry));
+		goto out;
+	}
+	if (rc)
+		goto out;
+	/* The server opened it if and only if it is a regular file. */
+	inode = pfs_iget(dir->i_sb, &attr);
+	if (IS_ERR(inode)) {
+		rc = PTR_ERR(inode);
+		goto out_close;
+	}
+	if (S_ISREG(attr.mode)) {
+		rc = pfs_inode_set_layout(inode, layout);
+		if (rc) {
+			iput(inode);
+			goto out_close;
+		}
+	}
+	pfs_dentry_stamp(dentry, gen);
+	res = d_splice_alias(inode, dentry);
+	if (IS_ERR(res)) {
+		rc = PTR_ERR(res);
+		goto out_close;
+	}
+	if (!S_ISREG(attr.mode)) {
+		rc = finish_no_open(file, res);
+		goto out;
+	}
+	rc = pfs_finish_counted(file, res ?: dentry, &attr.id);
+	dput(res);
+	goto out;
+out_close:
+	if (S_ISREG(attr.mode))
+		pfs_close_later(dir->i_sb, &attr.id);
+out:
+	kfree(layout);
+	return rc;
 }
 
 static int pfs_mkdir(pfs_idmap_t *idmap, struct inode *dir,
@@ -390,6 +547,7 @@ static int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
 
 const struct inode_operations pfs_dir_iops = {
 	.lookup		= pfs_lookup,
+	.atomic_open	= pfs_atomic_open,
 	.create		= pfs_create,
 	.mkdir		= pfs_mkdir,
 	.symlink	= pfs_symlink,

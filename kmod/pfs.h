@@ -231,6 +231,14 @@ extern const struct file_operations pfs_dir_fops;
 extern const struct file_operations pfs_file_fops;
 /* Tells the metadata server how far the file has been written. */
 int pfs_report_size(struct inode *inode);
+/* ->open of a file whose OPEN the server has done (finish_open's open). */
+int pfs_file_open_counted(struct inode *inode, struct file *file);
+/* CLOSE of id in the background; pfs_drain_closes waits for all of them. */
+void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id);
+void pfs_drain_closes(void);
+/* The CLOSE workqueue, for module init and exit. */
+int pfs_file_init(void);
+void pfs_file_exit(void);
 
 /* lock.c: flock and POSIX locks (file_operations .flock and .lock) */
 int pfs_lock(struct file *file, int cmd, struct file_lock *fl);

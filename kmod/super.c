@@ -560,6 +560,8 @@ static void pfs_kill_sb(struct super_block *sb)
 	kill_anon_super(sb);
 	if (sbi) {
 		if (sbi->net) {
+			/* Queued CLOSEs go out while the net and the session live. */
+			pfs_drain_closes();
 			pfs_session_end(sbi);
 			pfs_net_stop(sbi->net);
 		}

@@ -373,6 +373,27 @@ Result<OpenFile> FileSystem::opened(Result<Bytes> body) {
     return file;
 }
 
+// OPEN_NAME looks a regular file up and opens it in one round trip; other
+// types come back only looked up and are opened by id, as are the root, "."
+// and "..".
+awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32_t flags) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent && parent.error().code != -EINVAL) co_return parent.error();
+    if (parent && parent->name != "." && parent->name != "..") {
+        pfs_open_name m{parent->dir, {}, flags};
+        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        auto body = co_await meta(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m));
+        if (!body) co_return body;
+        auto found = decode_open(*body);
+        if (!found) co_return found.error();
+        if ((found->attr.mode & S_IFMT) == S_IFREG) co_return body;
+        co_return co_await meta(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}));
+    }
+    auto attr = co_await resolve(path);
+    if (!attr) co_return attr.error();
+    co_return co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, flags}));
+}
+
 awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, uint32_t mode) {
     Result<Bytes> body = Error{};
     if (flags & O_CREAT) {
@@ -383,9 +404,7 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
         body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m));
     } else {
-        auto attr = co_await resolve(path);
-        if (!attr) co_return attr.error();
-        body = co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, static_cast<uint32_t>(flags)}));
+        body = co_await open_existing(path, static_cast<uint32_t>(flags));
     }
     auto file = opened(std::move(body));
     if (!file) co_return file.error();

@@ -128,6 +128,8 @@ private:
     // An INVALIDATE notice: cached names in or of the entries go.
     void invalidate(const pfs_invalidate& notice);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
+    // OPEN_NAME or OPEN of an existing entry: the reply of an open.
+    awaitable<Result<Bytes>> open_existing(std::string_view path, uint32_t flags);
     awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Status> report_size(OpenFile& file);

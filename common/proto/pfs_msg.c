@@ -404,6 +404,13 @@ int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m)
 	return pfs_x_u32(x, &m->flags);
 }
 
+int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	return pfs_x_u32(x, &m->flags);
+}
+
 int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m)
 {
 	pfs_x_entry_id(x, &m->id);
@@ -455,24 +462,39 @@ int pfs_x_lock_conflict(struct pfs_xdr *x, struct pfs_lock_conflict *m)
 	return pfs_x_u64(x, &m->client_id);
 }
 
+static int pfs_x_entry_ids(struct pfs_xdr *x, __u32 *count,
+			   struct pfs_entry_id *ids, __u32 max)
+{
+	__u32 i;
+
+	if (pfs_x_count(x, count, max, 16))
+		return x->err;
+	if (pfs_xdr_decoding(x) && *count == 0)
+		return x->err = -EBADMSG;
+	for (i = 0; i < *count; i++)
+		if (pfs_x_entry_id(x, &ids[i]))
+			return x->err;
+	return x->err;
+}
+
+int pfs_x_invalidate(struct pfs_xdr *x, struct pfs_invalidate *m)
+{
+	return pfs_x_entry_ids(x, &m->count, m->ids, PFS_INVALIDATE_MAX);
+}
+
+int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
+			    struct pfs_chunk_unlink_many *m)
+{
+	pfs_x_u32(x, &m->target_id);
+	return pfs_x_entry_ids(x, &m->count, m->files, PFS_CHUNK_UNLINK_MAX);
+}
+
 int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m)
 {
 	return pfs_x_u32(x, &m->timeout_ms);
 }
 
-int pfs_x_invalidate(struct pfs_xdr *x, struct pfs_invalidate *m)
-{
-	__u32 i;
-
-	if (pfs_x_count(x, &m->count, PFS_INVALIDATE_MAX, 16))
-		return x->err;
-	if (pfs_xdr_decoding(x) && m->count == 0)
-		return x->err = -EBADMSG;
-	for (i = 0; i < m->count; i++)
-		if (pfs_x_entry_id(x, &m->ids[i]))
-			return x->err;
-	return x->err;
-}
+/* A count of 1..max entry ids, then the ids. */
 
 int pfs_x_chunk_ref(struct pfs_xdr *x, struct pfs_chunk_ref *m)
 {
@@ -684,6 +706,8 @@ const char *pfs_msg_name(__u16 type)
 		return "SESSION_END";
 	case PFS_MSG_INVALIDATE:
 		return "INVALIDATE";
+	case PFS_MSG_OPEN_NAME:
+		return "OPEN_NAME";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:
@@ -698,6 +722,8 @@ const char *pfs_msg_name(__u16 type)
 		return "CHUNK_STAT";
 	case PFS_MSG_CHUNK_LIST:
 		return "CHUNK_LIST";
+	case PFS_MSG_CHUNK_UNLINK_MANY:
+		return "CHUNK_UNLINK_MANY";
 	}
 	return "?";
 }

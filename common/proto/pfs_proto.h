@@ -95,6 +95,12 @@ enum pfs_msg_type {
 	PFS_MSG_SESSION_RENEW = 223,	/* empty -> pfs_session */
 	PFS_MSG_SESSION_END = 224,	/* empty */
 	PFS_MSG_INVALIDATE = 225,	/* notify: pfs_invalidate */
+	/*
+	 * LOOKUP and OPEN in one: a regular file is opened (counted as OPEN
+	 * counts it) and its layout follows the attributes; any other type
+	 * is only looked up (pfs_attr alone, nothing opened).
+	 */
+	PFS_MSG_OPEN_NAME = 226,	/* pfs_open_name -> pfs_attr [+ pfs_layout] */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -103,6 +109,7 @@ enum pfs_msg_type {
 	PFS_MSG_CHUNK_UNLINK = 304,	/* pfs_chunk_ref */
 	PFS_MSG_CHUNK_STAT = 305,	/* pfs_chunk_ref -> pfs_chunk_stat */
 	PFS_MSG_CHUNK_LIST = 306,	/* pfs_chunk_list -> pfs_chunk_page + entries */
+	PFS_MSG_CHUNK_UNLINK_MANY = 307,	/* pfs_chunk_unlink_many */
 };
 
 /*
@@ -484,6 +491,12 @@ struct pfs_open {
 	__u32 flags;		/* O_* of the opener */
 };
 
+struct pfs_open_name {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	__u32 flags;		/* O_* of the opener */
+};
+
 /* SETXATTR carries the value right after this body. */
 struct pfs_xattr_req {
 	struct pfs_entry_id id;
@@ -595,6 +608,18 @@ struct pfs_chunk_io {
 	__u32 length;		/* <= PFS_MAX_IO */
 };
 
+/*
+ * CHUNK_UNLINK of the chunks of several files on one target, as the
+ * metadata server batches the deletions of removed files. Every chunk is
+ * tried; the reply carries the first error (a missing chunk is none).
+ */
+#define PFS_CHUNK_UNLINK_MAX	64
+struct pfs_chunk_unlink_many {
+	__u32 target_id;
+	__u32 count;		/* 1..PFS_CHUNK_UNLINK_MAX */
+	struct pfs_entry_id files[PFS_CHUNK_UNLINK_MAX];
+};
+
 struct pfs_chunk_truncate {
 	struct pfs_chunk_ref chunk;
 	__u64 size;
@@ -686,6 +711,7 @@ int pfs_x_readdir(struct pfs_xdr *x, struct pfs_readdir *m);
 int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m);
 int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
+int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m);
 int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m);
 int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
 int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m);
@@ -698,6 +724,8 @@ int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
 int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
 int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m);
+int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
+			    struct pfs_chunk_unlink_many *m);
 int pfs_x_chunk_page(struct pfs_xdr *x, struct pfs_chunk_page *m);
 int pfs_x_chunk_entry(struct pfs_xdr *x, struct pfs_chunk_entry *m);
 

@@ -1,5 +1,7 @@
 #include "service.hpp"
 
+#include <sys/stat.h>
+
 #include <chrono>
 
 #include "log.hpp"
@@ -33,7 +35,7 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
                  std::chrono::milliseconds session_timeout)
     : ex_(ex),
-      server_(server), cluster_(cluster), files_(cluster), chooser_(chooser), sessions_(session_timeout) {}
+      server_(server), cluster_(cluster), files_(cluster), reaper_(ex, cluster), chooser_(chooser), sessions_(session_timeout) {}
 
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
@@ -66,6 +68,7 @@ void Service::install() {
     bind(PFS_MSG_SETATTR, &Service::on_setattr);
     bind(PFS_MSG_READDIR, &Service::on_readdir);
     bind(PFS_MSG_OPEN, &Service::on_open);
+    bind(PFS_MSG_OPEN_NAME, &Service::on_open_name);
     bind(PFS_MSG_CLOSE, &Service::on_close);
     bind(PFS_MSG_GETXATTR, &Service::on_getxattr);
     bind(PFS_MSG_SETXATTR, &Service::on_setxattr);
@@ -115,12 +118,7 @@ awaitable<void> Service::purge_orphans() {
 void Service::delete_chunks(FreedFile freed) {
     // After the reply: a storage server that is down leaves orphan chunks
     // for fsck, never a failed unlink.
-    asio::co_spawn(ex_, [this, freed = std::move(freed)]() -> awaitable<void> {
-        auto st = co_await files_.unlink(freed.layout, freed.id);
-        if (!st)
-            log::warn("cannot delete a removed file's chunks; fsck will find them",
-                      {{"ino", freed.id.ino}, {"error", st.error().message}});
-    }, asio::detached);
+    reaper_.remove(freed.layout, freed.id);
 }
 
 awaitable<Reply> Service::on_lookup(Request& req) {
@@ -284,6 +282,20 @@ awaitable<Reply> Service::on_open(Request& req) {
     if (!reply) co_return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.
     if (auto st = open_for(req.frame.header.client_id, m->id); !st) co_return Reply::from(st.error());
+    co_return std::move(*reply);
+}
+
+awaitable<Reply> Service::on_open_name(Request& req) {
+    auto m = body(req, pfs_x_open_name);
+    if (!m) co_return malformed(PFS_MSG_OPEN_NAME);
+    auto attr = ns_->lookup(m->dir, m->name);
+    watched(req, m->dir);
+    if (!attr) co_return Reply::from(attr.error());
+    watched(req, attr->id);
+    if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
+    auto reply = attr_and_layout(*attr, ns_->layout(attr->id));
+    if (!reply) co_return Reply::from(reply.error());
+    if (auto st = open_for(req.frame.header.client_id, attr->id); !st) co_return Reply::from(st.error());
     co_return std::move(*reply);
 }
 

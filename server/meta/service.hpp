@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "callbacks.hpp"
+#include "chunk_reaper.hpp"
 #include "cluster.hpp"
 #include "lock_table.hpp"
 #include "namespace.hpp"
@@ -56,6 +57,7 @@ private:
     awaitable<Reply> on_setattr(Request& req);
     awaitable<Reply> on_readdir(Request& req);
     awaitable<Reply> on_open(Request& req);
+    awaitable<Reply> on_open_name(Request& req);
     awaitable<Reply> on_close(Request& req);
     awaitable<Reply> on_getxattr(Request& req);
     awaitable<Reply> on_setxattr(Request& req);
@@ -92,6 +94,7 @@ private:
     RpcServer& server_;
     client::Cluster& cluster_;
     client::StripedIo files_;
+    ChunkReaper reaper_;
     TargetChooser& chooser_;
     Namespace* ns_ = nullptr;
     Durable durable_;

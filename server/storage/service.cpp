@@ -84,6 +84,7 @@ void StorageService::install(RpcServer& server) {
     add(PFS_MSG_CHUNK_TRUNCATE, &StorageService::truncate);
     add(PFS_MSG_CHUNK_SYNC, &StorageService::sync);
     add(PFS_MSG_CHUNK_UNLINK, &StorageService::unlink);
+    add(PFS_MSG_CHUNK_UNLINK_MANY, &StorageService::unlink_many);
     add(PFS_MSG_CHUNK_STAT, &StorageService::stat);
     add(PFS_MSG_CHUNK_LIST, &StorageService::list);
 }
@@ -152,6 +153,22 @@ awaitable<Reply> StorageService::unlink(Request& req) {
     if (!target) co_return unknown_target(ref->target_id);
     auto st = co_await target->store->unlink(ref->file);
     if (!st) co_return failed(*target, st.error());
+    target->reported_full = false;  // space was freed
+    co_return Reply::ok();
+}
+
+awaitable<Reply> StorageService::unlink_many(Request& req) {
+    auto m = decode(req.frame.payload, pfs_x_chunk_unlink_many);
+    if (!m) co_return malformed("CHUNK_UNLINK_MANY");
+    Target* target = find(m->target_id);
+    if (!target) co_return unknown_target(m->target_id);
+    // Each chunk on its own: one that fails leaves the others to go.
+    Status first = ok_status();
+    for (uint32_t i = 0; i < m->count; ++i) {
+        auto st = co_await target->store->unlink(m->files[i]);
+        if (!st && first) first = st;
+    }
+    if (!first) co_return failed(*target, first.error());
     target->reported_full = false;  // space was freed
     co_return Reply::ok();
 }

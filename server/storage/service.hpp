@@ -42,6 +42,7 @@ public:
     awaitable<Reply> truncate(Request& req);
     awaitable<Reply> sync(Request& req);
     awaitable<Reply> unlink(Request& req);
+    awaitable<Reply> unlink_many(Request& req);
     awaitable<Reply> stat(Request& req);
     awaitable<Reply> list(Request& req);
 

@@ -66,6 +66,7 @@ FUZZ_WRAP(setattr)
 FUZZ_WRAP(readdir)
 FUZZ_WRAP(dirent)
 FUZZ_WRAP(open)
+FUZZ_WRAP(open_name)
 FUZZ_WRAP(xattr_req)
 FUZZ_WRAP(statfs)
 FUZZ_WRAP(dir_page)
@@ -81,6 +82,7 @@ FUZZ_WRAP(invalidate)
 FUZZ_WRAP(stats)
 FUZZ_WRAP(msg_stats)
 FUZZ_WRAP(chunk_list)
+FUZZ_WRAP(chunk_unlink_many)
 FUZZ_WRAP(chunk_page)
 FUZZ_WRAP(chunk_entry)
 
@@ -161,6 +163,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(readdir),
 	FUZZ_BODY(dirent),
 	FUZZ_BODY(open),
+	FUZZ_BODY(open_name),
 	FUZZ_BODY(xattr_req),
 	FUZZ_BODY(statfs),
 	/* READDIR reply: the page with the count, then the entries */
@@ -178,6 +181,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	  PFS_MSG_STATS_MIN_SIZE, fuzz_stats_count },
 	FUZZ_BODY(msg_stats),
 	FUZZ_BODY(chunk_list),
+	FUZZ_BODY(chunk_unlink_many),
 	/* CHUNK_LIST reply: the page with the count, then the entries */
 	{ "chunk_page", sizeof(struct pfs_chunk_page), fuzz_x_chunk_page,
 	  sizeof(struct pfs_chunk_entry), fuzz_x_chunk_entry,

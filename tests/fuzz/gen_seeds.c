@@ -251,6 +251,7 @@ int main(int argc, char **argv)
 		struct pfs_readdir rd = { { 1, 2, 0 }, 0, 128 };
 		struct pfs_dirent de = { { 77, 2, 1 }, 3, 8, "file.jpg" };
 		struct pfs_open op = { { 77, 2, 1 }, 0 };
+		struct pfs_open_name on = { { 1, 2, 0 }, "file.jpg", 0 };
 		struct pfs_xattr_req xr = { { 77, 2, 1 }, "user.tag", 1 };
 		struct pfs_statfs sf = { { 1000, 500, 100, 50 }, 10, 90 };
 		struct pfs_timespec ts = { 1700000000, 123 };
@@ -273,6 +274,7 @@ int main(int argc, char **argv)
 		SEED(readdir, "1", &rd);
 		SEED(dirent, "1", &de);
 		SEED(open, "1", &op);
+		SEED(open_name, "1", &on);
 		SEED(xattr_req, "1", &xr);
 		SEED(statfs, "1", &sf);
 		seed("dir_page", "2", &pg, 2, des);
@@ -304,6 +306,8 @@ int main(int argc, char **argv)
 		struct pfs_msg_stats ms[2] = {
 			{ PFS_MSG_CHUNK_WRITE, 1000, 2, 1000ull << 20, 48000 },
 			{ 0, 5, 5, 240, 600 } };
+		static struct pfs_chunk_unlink_many um = {
+			101, 2, { { 77, 2, 1 }, { 78, 2, 1 } } };
 		struct pfs_chunk_list cl = { 101, { 17, 0x7fffffffffffull },
 					     1024 };
 		struct pfs_chunk_page cp = { { 256, 0 }, 1, 2 };
@@ -313,6 +317,7 @@ int main(int argc, char **argv)
 		seed("stats", "2", &st, 2, ms);
 		SEED(msg_stats, "1", &ms[0]);
 		SEED(chunk_list, "1", &cl);
+		SEED(chunk_unlink_many, "2", &um);
 		seed("chunk_page", "2", &cp, 2, ce);
 		SEED(chunk_entry, "1", &ce[0]);
 	}

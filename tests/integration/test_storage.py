@@ -1,5 +1,5 @@
 """The storage server over the wire: chunk writes and reads (byte-exact, sparse
-beyond 4 GiB), truncate, stat, sync, idempotent unlink, unknown targets,
+beyond 4 GiB), truncate, stat, sync, idempotent unlink (one or many), unknown targets,
 oversized and malformed writes, 64 pipelined requests on one connection,
 the on-disk layout, and a full disk."""
 import os
@@ -165,6 +165,17 @@ class StorageServer(unittest.TestCase):
         self.write(t, ino, 1, b"x")  # a new chunk, not the old one's cached descriptor
         self.assertEqual(self.read(t, ino, 0, 100), b"\0x")
 
+    def test_unlink_many(self):
+        t, data = self.targets[0], self.data(3000)
+        inos = [self.ino() for _ in range(4)]
+        for ino in inos[:3]:
+            self.write(t, ino, 0, data)
+        # The last one has no chunk here: missing chunks are no error.
+        self.ok("CHUNK_UNLINK_MANY", pfswire.chunk_unlink_many(t, inos))
+        for ino in inos:
+            self.assertFalse(os.path.exists(chunk_file(self.dirs[0], ino)))
+            self.assertEqual(self.stat(t, ino), (0, 0))
+
     def test_same_entry_on_two_targets_is_two_chunks(self):
         ino = self.ino()
         self.write(self.targets[0], ino, 0, b"zero")
@@ -183,6 +194,7 @@ class StorageServer(unittest.TestCase):
                              ("CHUNK_TRUNCATE", pfswire.chunk_truncate(unknown, 1, 0)),
                              ("CHUNK_SYNC", pfswire.chunk_ref(unknown, 1)),
                              ("CHUNK_UNLINK", pfswire.chunk_ref(unknown, 1)),
+                             ("CHUNK_UNLINK_MANY", pfswire.chunk_unlink_many(unknown, [1])),
                              ("CHUNK_STAT", pfswire.chunk_ref(unknown, 1))):
             with self.subTest(msg=msg):
                 status, _ = self.conn.call(MSG[msg], payload)
@@ -204,6 +216,9 @@ class StorageServer(unittest.TestCase):
             "read above PFS_MAX_IO": (MSG["CHUNK_READ"], pfswire.chunk_io(t, 1, 0, pfswire.MAX_IO + 1)),
             "trailing bytes": (MSG["CHUNK_STAT"], pfswire.chunk_ref(t, 1) + b"\0"),
             "truncated body": (MSG["CHUNK_TRUNCATE"], pfswire.chunk_truncate(t, 1, 0)[:-1]),
+            "unlink of no chunks": (MSG["CHUNK_UNLINK_MANY"], pfswire.chunk_unlink_many(t, [])),
+            "unlink of 65 chunks": (MSG["CHUNK_UNLINK_MANY"], pfswire.chunk_unlink_many(t, list(range(1, 66)))),
+            "fewer ids than counted": (MSG["CHUNK_UNLINK_MANY"], pfswire.chunk_unlink_many(t, [1, 2], count=3)),
         }
         for what, (msg_type, payload) in bad.items():
             with self.subTest(what):

@@ -1,0 +1,59 @@
+// pfs-meta's chunk reaper against real pfs-storage processes: the chunks
+// of removed files go in batches (far fewer requests than files), every
+// chunk file is gone afterwards.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "chunk_reaper.hpp"
+#include "striped_io.hpp"
+#include "test_cluster.hpp"
+
+using namespace pfs;
+using namespace pfs::client;
+using pfs::test::TestCluster;
+
+TEST_CASE("removed files' chunks are deleted in batches per target", "[system]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_storage("s1", 2);
+    asio::io_context io;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
+    StripedIo files(cluster);
+    meta::ChunkReaper reaper(io.get_executor(), cluster);
+    StripeLayout layout;
+    layout.chunk_size = 64u << 10;
+    layout.targets = {1, 2};
+    constexpr uint64_t kFiles = 300;
+    const Bytes data(layout.chunk_size + 100, 0x5a);  // both targets hold a chunk of each file
+    auto chunk_files = [&tc] {
+        size_t n = 0;
+        for (const char* target : {"s1-t0", "s1-t1"})
+            for (const auto& e : std::filesystem::recursive_directory_iterator(tc.dir() / target))
+                n += e.is_regular_file() && e.path().parent_path().parent_path().filename() == "chunks";
+        return n;
+    };
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        for (int i = 0; i < 200 && !(cluster.route(1) && cluster.route(2)); ++i) {
+            (void)co_await cluster.start();
+            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        }
+        REQUIRE(cluster.route(2));
+        for (uint64_t ino = 1; ino <= kFiles; ++ino) REQUIRE_OK(co_await files.write(layout, {ino, 1, 0}, 0, data));
+        const size_t written = chunk_files();
+        REQUIRE(written == 2 * kFiles);
+
+        for (uint64_t ino = 1; ino <= kFiles; ++ino) reaper.remove(layout, {ino, 1, 0});
+        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
+            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        CHECK(reaper.pending() == 0);
+        // One request per target to start, then batches of what queued meanwhile.
+        CHECK(reaper.requests() >= 2 * kFiles / PFS_CHUNK_UNLINK_MAX);
+        CHECK(reaper.requests() < kFiles);
+        cluster.close();
+    });
+    INFO(tc.logs());
+    REQUIRE(ok);
+    CHECK(chunk_files() == 0);
+}
