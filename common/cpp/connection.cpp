@@ -1,5 +1,8 @@
 #include "connection.hpp"
 
+#include <array>
+#include <cstring>
+
 #include "log.hpp"
 
 namespace pfs {
@@ -54,10 +57,17 @@ awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
     co_return frame;
 }
 
-void Connection::send(const Frame& frame) {
+void Connection::send(const Frame& frame) { send(frame.header, {}, frame.payload); }
+
+void Connection::send(const pfs_header& header, Bytes head, Bytes body) {
     if (!socket_.is_open() || close_when_sent_) return;
-    queue_.push_back(serialize(frame));
-    queued_bytes_ += queue_.back().size();
+    Outgoing out{Bytes(PFS_HEADER_SIZE + head.size()), std::move(body)};
+    pfs_header h = header;
+    h.payload_len = static_cast<uint32_t>(head.size() + out.body.size());
+    pfs_header_encode(&h, out.head.data());
+    if (!head.empty()) std::memcpy(out.head.data() + PFS_HEADER_SIZE, head.data(), head.size());
+    queued_bytes_ += out.head.size() + out.body.size();
+    queue_.push_back(std::move(out));
     if (queued_bytes_ > kMaxQueuedBytes) {
         log::warn("dropping connection: peer does not read its replies", {{"peer", peer_}});
         close();
@@ -73,11 +83,12 @@ void Connection::send(const Frame& frame) {
 
 awaitable<void> Connection::write_loop() {
     while (!queue_.empty() && socket_.is_open()) {
-        Bytes bytes = std::move(queue_.front());
+        Outgoing out = std::move(queue_.front());
         queue_.pop_front();
-        queued_bytes_ -= bytes.size();
+        queued_bytes_ -= out.head.size() + out.body.size();
+        const std::array<asio::const_buffer, 2> buffers{asio::buffer(out.head), asio::buffer(out.body)};
         boost::system::error_code ec;
-        co_await asio::async_write(socket_, asio::buffer(bytes), asio::redirect_error(asio::use_awaitable, ec));
+        co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
             close();

@@ -28,6 +28,9 @@ public:
     // Queues a frame; a write error closes the connection, and so does a
     // peer that lets more than kMaxQueuedBytes pile up unread.
     void send(const Frame& frame);
+    // The same for a frame whose payload is head followed by body: both go
+    // to the socket as they are (a large body, read data, is not copied).
+    void send(const pfs_header& header, Bytes head, Bytes body);
     static constexpr size_t kMaxQueuedBytes = 64u << 20;
 
     void close();
@@ -60,7 +63,12 @@ private:
     tcp::socket socket_;
     std::string peer_;
     std::string peer_address_;
-    std::deque<Bytes> queue_;
+    // A frame's bytes: the header and the start of its payload, then the rest.
+    struct Outgoing {
+        Bytes head;
+        Bytes body;
+    };
+    std::deque<Outgoing> queue_;
     size_t queued_bytes_ = 0;
     bool writing_ = false;
     bool close_when_sent_ = false;

@@ -166,13 +166,16 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame fram
             reply = Reply::fail(PFS_E_INTERNAL, "internal server error");
         }
     }
-    Frame out{make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), encode_reply(reply)};
+    // The body goes out as it is: read data is not copied into the frame.
+    Bytes status = encode_reply_status(reply);
+    Bytes body = reply.status == PFS_OK ? std::move(reply.body) : Bytes{};
     if (frame.header.type != PFS_MSG_GET_STATS) {
         Counters& counters = it == handlers_.end() ? unknown_ : it->second.counters;
-        counters.count(PFS_HEADER_SIZE + frame.payload.size(), PFS_HEADER_SIZE + out.payload.size(),
+        counters.count(PFS_HEADER_SIZE + frame.payload.size(), PFS_HEADER_SIZE + status.size() + body.size(),
                        reply.status != PFS_OK);
     }
-    conn->send(out);
+    conn->send(make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), std::move(status),
+               std::move(body));
     if (reply.status == PFS_E_PROTO) {
         log::warn("dropping connection", {{"peer", conn->peer()},
                                           {"reason", std::string("malformed ") + pfs_msg_name(frame.header.type)}});

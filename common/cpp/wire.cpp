@@ -15,16 +15,6 @@ pfs_header make_header(uint16_t type, uint32_t flags, uint64_t request_id) {
     return h;
 }
 
-Bytes serialize(const Frame& frame) {
-    Bytes out(PFS_HEADER_SIZE + frame.payload.size());
-    pfs_header h = frame.header;
-    h.payload_len = static_cast<uint32_t>(frame.payload.size());
-    pfs_header_encode(&h, out.data());
-    if (!frame.payload.empty())
-        std::memcpy(out.data() + PFS_HEADER_SIZE, frame.payload.data(), frame.payload.size());
-    return out;
-}
-
 Reply Reply::from(const Error& e) {
     // Errors below zero are local errnos; on the wire they travel as errno numbers.
     int32_t status = e.code < 0 ? -e.code : e.code;
@@ -33,15 +23,19 @@ Reply Reply::from(const Error& e) {
 }
 
 Bytes encode_reply(const Reply& reply) {
+    Bytes out = encode_reply_status(reply);
+    if (reply.status == PFS_OK) out.insert(out.end(), reply.body.begin(), reply.body.end());
+    return out;
+}
+
+Bytes encode_reply_status(const Reply& reply) {
     pfs_reply_status st{};
     st.status = reply.status;
     std::string_view msg = reply.message;
     if (msg.size() >= sizeof st.message) msg = msg.substr(0, sizeof st.message - 1);
     set_field(st.message, msg.substr(0, msg.find('\0')));
     auto head = encode(pfs_x_reply_status, st);
-    Bytes out = head ? std::move(*head) : Bytes{};
-    if (reply.status == PFS_OK) out.insert(out.end(), reply.body.begin(), reply.body.end());
-    return out;
+    return head ? std::move(*head) : Bytes{};
 }
 
 Result<Reply> decode_reply(std::span<const uint8_t> payload) {

@@ -25,9 +25,6 @@ struct Frame {
 // A header for a new request or notification of `type`.
 pfs_header make_header(uint16_t type, uint32_t flags = 0, uint64_t request_id = 0);
 
-// Header bytes followed by the payload; header.payload_len is set here.
-Bytes serialize(const Frame& frame);
-
 // Runs `body(pfs_xdr*)` once to size the payload and once to encode it, so
 // one description serves both passes.
 template <class Body>
@@ -90,6 +87,8 @@ struct Reply {
 };
 
 Bytes encode_reply(const Reply& reply);
+// The status part alone: a reply's payload is this, then (success) its body.
+Bytes encode_reply_status(const Reply& reply);
 // Splits a reply payload into status and body.
 Result<Reply> decode_reply(std::span<const uint8_t> payload);
 // A failed reply as an Error: errno statuses as negative errnos, PFS
