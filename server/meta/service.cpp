@@ -278,11 +278,15 @@ awaitable<Reply> Service::on_open(Request& req) {
     auto attr = ns_->getattr(m->id);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, m->id);
-    auto reply = attr_and_layout(*attr, ns_->layout(m->id));
-    if (!reply) co_return Reply::from(reply.error());
+    co_return opened_reply(req, *attr);
+}
+
+Reply Service::opened_reply(const Request& req, const Attr& attr) {
+    auto reply = attr_and_layout(attr, ns_->layout(attr.id));
+    if (!reply) return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.
-    if (auto st = open_for(req.frame.header.client_id, m->id); !st) co_return Reply::from(st.error());
-    co_return std::move(*reply);
+    if (auto st = open_for(req.frame.header.client_id, attr.id); !st) return Reply::from(st.error());
+    return std::move(*reply);
 }
 
 awaitable<Reply> Service::on_open_name(Request& req) {
@@ -293,10 +297,7 @@ awaitable<Reply> Service::on_open_name(Request& req) {
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
-    auto reply = attr_and_layout(*attr, ns_->layout(attr->id));
-    if (!reply) co_return Reply::from(reply.error());
-    if (auto st = open_for(req.frame.header.client_id, attr->id); !st) co_return Reply::from(st.error());
-    co_return std::move(*reply);
+    co_return opened_reply(req, *attr);
 }
 
 awaitable<Reply> Service::on_close(Request& req) {

@@ -89,6 +89,9 @@ private:
     // requester watches the entry.
     awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);
     void delete_chunks(FreedFile freed);
+    // OPEN's answer (attributes and layout), the file counted open for the
+    // requesting client.
+    Reply opened_reply(const Request& req, const Attr& attr);
 
     asio::any_io_executor ex_;
     RpcServer& server_;
