@@ -1,5 +1,7 @@
 #include "cluster.hpp"
 
+#include <algorithm>
+
 #include "log.hpp"
 
 namespace pfs::client {
@@ -83,10 +85,15 @@ awaitable<Status> Cluster::refresh() {
     if (!st) co_return st;
 
     std::map<uint32_t, Endpoint> endpoints, meta;
+    std::vector<pfs_node_info> meta_info;
     for (const auto& n : nodes) {
         endpoints[n.node_id] = Endpoint{n.host, n.port};
-        if (n.node_type == PFS_NODE_META) meta[n.node_id] = endpoints[n.node_id];
+        if (n.node_type != PFS_NODE_META) continue;
+        meta[n.node_id] = endpoints[n.node_id];
+        meta_info.push_back(n);
     }
+    std::sort(meta_info.begin(), meta_info.end(),
+              [](const pfs_node_info& a, const pfs_node_info& b) { return a.node_id < b.node_id; });
     std::map<uint32_t, TargetRoute> routes;
     for (const auto& t : targets) {
         auto ep = endpoints.find(t.node_id);
@@ -108,6 +115,7 @@ awaitable<Status> Cluster::refresh() {
     }
     routes_ = std::move(routes);
     meta_nodes_ = std::move(meta);
+    meta_info_ = std::move(meta_info);
     targets_ = std::move(targets);
     ++refreshes_;
     if (on_refresh_) on_refresh_();

@@ -39,6 +39,8 @@ public:
     RpcClient& mgmtd() { return *mgmtd_; }
     // The storage targets as of the last refresh.
     const std::vector<pfs_target_info>& targets() const { return targets_; }
+    // The metadata servers as of the last refresh, by node id.
+    const std::vector<pfs_node_info>& meta_nodes() const { return meta_info_; }
     // After each refresh of the map.
     void on_refresh(std::function<void()> fn) { on_refresh_ = std::move(fn); }
     uint64_t map_version() const { return map_version_; }
@@ -69,6 +71,7 @@ private:
     std::map<uint32_t, TargetRoute> routes_;
     std::map<uint32_t, Endpoint> meta_nodes_;
     std::vector<pfs_target_info> targets_;
+    std::vector<pfs_node_info> meta_info_;
     std::function<void()> on_refresh_;
     std::vector<std::function<void()>> on_close_;
     std::map<uint64_t, NoticeFn> notices_;

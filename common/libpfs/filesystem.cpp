@@ -157,9 +157,14 @@ awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_vie
 
 awaitable<Result<pfs_attr>> FileSystem::stat(std::string_view path) { co_return co_await resolve(path); }
 
-awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode) {
+awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode, uint32_t meta_node) {
     auto parent = co_await resolve_parent(path);
     if (!parent) co_return parent.error();
+    if (meta_node != 0) {
+        pfs_mkdir_on m{parent->dir, {}, mode, meta_node};
+        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR_ON, encode(pfs_x_mkdir_on, m));
+    }
     pfs_create m{parent->dir, {}, mode, 0};
     if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
     co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR, encode(pfs_x_create, m));

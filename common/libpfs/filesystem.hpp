@@ -64,7 +64,9 @@ public:
     awaitable<Status> shutdown();
 
     awaitable<Result<pfs_attr>> stat(std::string_view path);
-    awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755);
+    // meta_node: the metadata server for the new directory (0: the
+    // parent's server decides, by its placement policy).
+    awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755, uint32_t meta_node = 0);
     awaitable<Status> rmdir(std::string_view path);
     awaitable<Status> unlink(std::string_view path);
     awaitable<Status> rename(std::string_view from, std::string_view to, uint32_t flags = 0);

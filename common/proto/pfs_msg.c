@@ -425,7 +425,7 @@ int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m)
 	return pfs_x_u64(x, &m->inodes_free);
 }
 
-/* Lock enumerations start at 1: 0 is never valid. */
+/* Lock (and rmdir phase) enumerations start at 1: 0 is never valid. */
 static int pfs_x_lock_enum(struct pfs_xdr *x, __u8 *v, __u8 max)
 {
 	if (pfs_x_u8(x, v))
@@ -487,6 +487,66 @@ int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
 {
 	pfs_x_u32(x, &m->target_id);
 	return pfs_x_entry_ids(x, &m->count, m->files, PFS_CHUNK_UNLINK_MAX);
+}
+
+int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	pfs_x_flags32(x, &m->mode, 07777);
+	return pfs_x_u32(x, &m->node);
+}
+
+int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m)
+{
+	pfs_x_entry_id(x, &m->parent);
+	pfs_x_flags32(x, &m->mode, 07777);
+	pfs_x_u32(x, &m->uid);
+	pfs_x_u32(x, &m->gid);
+	return pfs_x_pattern(x, &m->pattern);
+}
+
+int pfs_x_rmdir_detached(struct pfs_xdr *x, struct pfs_rmdir_detached *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	return pfs_x_lock_enum(x, &m->phase, PFS_RMDIR_ABORT);
+}
+
+int pfs_x_entry_check(struct pfs_xdr *x, struct pfs_entry_check *m)
+{
+	return pfs_x_entry_ids(x, &m->count, m->ids, PFS_ENTRY_CHECK_MAX);
+}
+
+int pfs_x_entry_states(struct pfs_xdr *x, struct pfs_entry_states *m)
+{
+	__u32 i;
+
+	if (pfs_x_count(x, &m->count, PFS_ENTRY_CHECK_MAX, 1))
+		return x->err;
+	for (i = 0; i < m->count; i++)
+		if (pfs_x_enum8(x, &m->states[i], PFS_ENTRY_PENDING))
+			return x->err;
+	return x->err;
+}
+
+int pfs_x_list_detached(struct pfs_xdr *x, struct pfs_list_detached *m)
+{
+	return pfs_x_u64(x, &m->after);
+}
+
+int pfs_x_detached_page(struct pfs_xdr *x, struct pfs_detached_page *m)
+{
+	__u32 i;
+
+	if (pfs_x_count(x, &m->count, PFS_DETACHED_PAGE_MAX, 33))
+		return x->err;
+	pfs_x_enum8(x, &m->eof, 1);
+	for (i = 0; i < m->count && !x->err; i++) {
+		pfs_x_entry_id(x, &m->dirs[i].id);
+		pfs_x_entry_id(x, &m->dirs[i].parent);
+		pfs_x_enum8(x, &m->dirs[i].state, PFS_DETACHED_REMOVING);
+	}
+	return x->err;
 }
 
 int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m)
@@ -708,6 +768,16 @@ const char *pfs_msg_name(__u16 type)
 		return "INVALIDATE";
 	case PFS_MSG_OPEN_NAME:
 		return "OPEN_NAME";
+	case PFS_MSG_MKDIR_ON:
+		return "MKDIR_ON";
+	case PFS_MSG_MKDIR_DETACHED:
+		return "MKDIR_DETACHED";
+	case PFS_MSG_RMDIR_DETACHED:
+		return "RMDIR_DETACHED";
+	case PFS_MSG_ENTRY_CHECK:
+		return "ENTRY_CHECK";
+	case PFS_MSG_LIST_DETACHED:
+		return "LIST_DETACHED";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:

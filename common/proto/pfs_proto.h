@@ -101,6 +101,20 @@ enum pfs_msg_type {
 	 * is only looked up (pfs_attr alone, nothing opened).
 	 */
 	PFS_MSG_OPEN_NAME = 226,	/* pfs_open_name -> pfs_attr [+ pfs_layout] */
+	/*
+	 * Directories on other metadata servers. MKDIR_ON is MKDIR with the
+	 * server named (0: the server picks). The rest go between metadata
+	 * servers: the parent's owner has the chosen server make a detached
+	 * directory (one whose entry lives with another server), prepares
+	 * and commits its removal; the detached directory's owner asks the
+	 * parent's owner whether an entry still names it (ENTRY_CHECK), to
+	 * settle what a crash left half done; LIST_DETACHED is for fsck.
+	 */
+	PFS_MSG_MKDIR_ON = 227,		/* pfs_mkdir_on -> pfs_attr */
+	PFS_MSG_MKDIR_DETACHED = 228,	/* pfs_mkdir_detached -> pfs_attr */
+	PFS_MSG_RMDIR_DETACHED = 229,	/* pfs_rmdir_detached */
+	PFS_MSG_ENTRY_CHECK = 230,	/* pfs_entry_check -> pfs_entry_states */
+	PFS_MSG_LIST_DETACHED = 231,	/* pfs_list_detached -> pfs_detached_page */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -497,6 +511,73 @@ struct pfs_open_name {
 	__u32 flags;		/* O_* of the opener */
 };
 
+struct pfs_mkdir_on {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	__u32 mode;		/* permission bits */
+	__u32 node;		/* metadata node id; 0: the server picks */
+};
+
+/* The new directory's attributes as the parent's owner decided them. */
+struct pfs_mkdir_detached {
+	struct pfs_entry_id parent;
+	__u32 mode;		/* permission bits */
+	__u32 uid;
+	__u32 gid;
+	struct pfs_pattern pattern;
+};
+
+enum pfs_rmdir_phase {
+	PFS_RMDIR_PREPARE = 1,	/* empty? then refuse new entries */
+	PFS_RMDIR_COMMIT = 2,	/* the entry is gone: remove it */
+	PFS_RMDIR_ABORT = 3,	/* the entry stays: accept entries again */
+};
+
+struct pfs_rmdir_detached {
+	struct pfs_entry_id id;
+	__u8 phase;		/* enum pfs_rmdir_phase */
+};
+
+#define PFS_ENTRY_CHECK_MAX	64
+struct pfs_entry_check {
+	__u32 count;		/* 1..PFS_ENTRY_CHECK_MAX */
+	struct pfs_entry_id ids[PFS_ENTRY_CHECK_MAX];
+};
+
+enum pfs_entry_state {
+	PFS_ENTRY_ABSENT = 0,	/* no entry names it, durably */
+	PFS_ENTRY_PRESENT = 1,	/* an entry names it, durably */
+	PFS_ENTRY_PENDING = 2,	/* an operation on it is under way: ask later */
+};
+
+struct pfs_entry_states {
+	__u32 count;
+	__u8 states[PFS_ENTRY_CHECK_MAX];	/* enum pfs_entry_state, per id */
+};
+
+struct pfs_list_detached {
+	__u64 after;		/* inode number to resume after (0: first) */
+};
+
+enum pfs_detached_state {
+	PFS_DETACHED_CONFIRMED = 0,
+	PFS_DETACHED_CREATED = 1,	/* made, its entry not yet confirmed */
+	PFS_DETACHED_REMOVING = 2,	/* removal prepared */
+};
+
+struct pfs_detached_dir {
+	struct pfs_entry_id id;
+	struct pfs_entry_id parent;
+	__u8 state;		/* enum pfs_detached_state */
+};
+
+#define PFS_DETACHED_PAGE_MAX	64
+struct pfs_detached_page {
+	__u32 count;
+	__u8 eof;
+	struct pfs_detached_dir dirs[PFS_DETACHED_PAGE_MAX];
+};
+
 /* SETXATTR carries the value right after this body. */
 struct pfs_xattr_req {
 	struct pfs_entry_id id;
@@ -712,6 +793,13 @@ int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m);
 int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
 int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m);
+int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m);
+int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m);
+int pfs_x_rmdir_detached(struct pfs_xdr *x, struct pfs_rmdir_detached *m);
+int pfs_x_entry_check(struct pfs_xdr *x, struct pfs_entry_check *m);
+int pfs_x_entry_states(struct pfs_xdr *x, struct pfs_entry_states *m);
+int pfs_x_list_detached(struct pfs_xdr *x, struct pfs_list_detached *m);
+int pfs_x_detached_page(struct pfs_xdr *x, struct pfs_detached_page *m);
 int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m);
 int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
 int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -72,12 +73,24 @@ struct FileBody {
     StripeLayout layout;
 };
 
+// A detached directory's link to the directory on another metadata server
+// whose entry names it. state: enum pfs_detached_state. A directory just
+// made (CREATED) or about to be removed (REMOVING) is settled by asking the
+// parent's owner whether its entry durably names it (ENTRY_CHECK).
+struct RemoteParent {
+    pfs_entry_id dir{};
+    uint8_t state = PFS_DETACHED_CREATED;
+};
+
 struct DirBody {
     // Behind a pointer: most inodes are files, and a directory's two indexes
     // would otherwise make every inode as big as a directory.
     std::unique_ptr<Directory> entries = std::make_unique<Directory>();
     uint64_t parent = kRootIno;  // for ".." and the rename loop check
     StripePattern pattern;
+    std::optional<RemoteParent> remote;  // set: detached, parent is unused
+
+    bool accepts_entries() const { return !remote || remote->state != PFS_DETACHED_REMOVING; }
 };
 
 struct SymlinkBody {

@@ -35,7 +35,10 @@ struct MetaServer {
         if (!(timeout_s >= 0.1 && timeout_s <= 86400))
             return Error{-EINVAL, "--session-timeout must be between 0.1 and 86400 seconds"};
         auto session_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-        service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout);
+        auto placement = meta::DirPlacement::parse(ctx.options.get<std::string>("dir-placement"));
+        if (!placement) return placement.error();
+        service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout,
+                                                  meta::DirPlacement(*placement));
         service->install();
         // The namespace is owned by this node's id: open it once that is known.
         agent.on_registered([this, &io = ctx.io, dir = ctx.state_dir](uint32_t node_id) {
@@ -66,6 +69,7 @@ struct MetaServer {
                                       {"inodes", store->ns().counts().inodes}});
         co_await service->purge_orphans();
         asio::co_spawn(io, service->expire_sessions(), asio::detached);
+        asio::co_spawn(io, service->settle_detached(std::chrono::seconds(1)), asio::detached);
         for (;;) {
             timer.expires_after(std::chrono::seconds(1));
             co_await timer.async_wait(asio::use_awaitable);
@@ -85,6 +89,9 @@ int main(int argc, char** argv) {
                                 options.add()("session-timeout", po::value<double>()->default_value(30),
                                               "seconds a client may stay silent before its locks are "
                                               "released and its open files closed");
+                                options.add()("dir-placement", po::value<std::string>()->default_value("spread"),
+                                              "where new directories go: 'spread' over the ONLINE metadata "
+                                              "servers with free space, or 'local' (with their parent)");
                             }};
     bool failed = false;
     auto install = [&failed](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) -> Result<DaemonParts> {

@@ -87,12 +87,19 @@ Attr Namespace::attr_of(const Inode& node) const {
     return a;
 }
 
-bool Namespace::within(uint64_t ino, uint64_t ancestor) const {
+Namespace::Ancestry Namespace::ancestry(uint64_t ino, uint64_t ancestor) const {
     for (uint64_t cur = ino;;) {
-        if (cur == ancestor) return true;
-        if (cur == kRootIno) return false;
-        cur = inodes_.at(cur).dir().parent;
+        if (cur == ancestor) return Ancestry::yes;
+        const DirBody& d = inodes_.at(cur).dir();
+        if (d.remote) return Ancestry::unknown;
+        if (cur == kRootIno) return Ancestry::no;
+        cur = d.parent;
     }
+}
+
+Result<Inode*> Namespace::entry_inode(const Directory::Slot& slot) {
+    if (!is_local(slot.id)) return static_cast<Inode*>(nullptr);
+    return find(slot.id);
 }
 
 // ---- queries ----
@@ -104,14 +111,26 @@ Result<Attr> Namespace::getattr(const pfs_entry_id& id) const {
 }
 
 Result<Attr> Namespace::lookup(const pfs_entry_id& dir, std::string_view name) const {
+    auto slot = resolve(dir, name);
+    if (!slot) return slot.error();
+    if (!is_local(slot->id))
+        return fail(-EREMOTE, quoted(name) + " is on metadata server " + std::to_string(slot->id.owner_node));
+    return getattr(slot->id);
+}
+
+Result<Directory::Slot> Namespace::resolve(const pfs_entry_id& dir, std::string_view name) const {
     auto d = find_dir(dir);
     if (!d) return d.error();
     if (auto st = check_name(name); !st) return st.error();
-    if (name == ".") return attr_of(**d);
-    if (name == "..") return attr_of(inodes_.at((*d)->dir().parent));
-    const auto* slot = (*d)->dir().entries->find(name);
+    const DirBody& body = (*d)->dir();
+    if (name == ".") return Directory::Slot{dir, DT_DIR, 1};
+    if (name == "..") {
+        if (body.remote) return Directory::Slot{body.remote->dir, DT_DIR, 2};
+        return Directory::Slot{inodes_.at(body.parent).attr.id, DT_DIR, 2};
+    }
+    const auto* slot = body.entries->find(name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(name));
-    return getattr(slot->id);
+    return *slot;
 }
 
 Result<StripeLayout> Namespace::layout(const pfs_entry_id& file) const {
@@ -149,7 +168,7 @@ Result<DirPage> Namespace::readdir(const pfs_entry_id& dir, uint64_t cookie, uin
     if (cookie < 1) emit(".", (*d)->attr.id, DT_DIR, 1);
     if (cookie < 2) {
         if (page.entries.size() == max_entries) return page;
-        emit("..", inodes_.at(body.parent).attr.id, DT_DIR, 2);
+        emit("..", body.remote ? body.remote->dir : inodes_.at(body.parent).attr.id, DT_DIR, 2);
     }
     page.eof = true;
     auto entry = [&](std::string_view name, const Directory::Slot& s) {
@@ -225,6 +244,7 @@ Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name
     if (is_dot(name)) return fail(-EEXIST, quoted(name) + " exists");
     if (const auto* slot = (*d)->dir().entries->find(name)) {
         if (exclusive) return fail(-EEXIST, quoted(name) + " exists");
+        if (!is_local(slot->id)) return fail(-EISDIR, quoted(name) + " is a directory");
         auto existing = getattr(slot->id);
         if (!existing) return existing.error();
         if (S_ISDIR(existing->mode)) return fail(-EISDIR, quoted(name) + " is a directory");
@@ -249,20 +269,33 @@ Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name
     return Created{done->attr, true};
 }
 
-Result<Attr> Namespace::mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
-                              uint32_t gid, Timespec now) {
+Result<Namespace::NewDir> Namespace::plan_dir(const pfs_entry_id& dir, std::string_view name, uint32_t mode,
+                                              uint32_t uid, uint32_t gid) const {
     auto d = find_dir(dir);
     if (!d) return d.error();
     const Inode& parent = **d;
+    if (auto st = check_name(name); !st) return st.error();
+    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
     // A set-group-ID directory hands its group, and the bit, down.
     bool sgid = parent.attr.mode & S_ISGID;
+    return NewDir{.mode = (mode & 07777) | (sgid ? S_ISGID : 0),
+                  .uid = uid,
+                  .gid = sgid ? parent.attr.gid : gid,
+                  .pattern = parent.dir().pattern};
+}
+
+Result<Attr> Namespace::mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                              uint32_t gid, Timespec now) {
+    auto plan = plan_dir(dir, name, mode, uid, gid);
+    if (!plan) return plan.error();
     MkdirOp op{.parent = dir,
                .name = std::string(name),
                .id = next_id(),
-               .mode = (mode & 07777) | (sgid ? S_ISGID : 0),
-               .uid = uid,
-               .gid = sgid ? parent.attr.gid : gid,
-               .pattern = parent.dir().pattern,
+               .mode = plan->mode,
+               .uid = plan->uid,
+               .gid = plan->gid,
+               .pattern = plan->pattern,
                .now = now};
     auto done = apply(op);
     if (!done) return done.error();

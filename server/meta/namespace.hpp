@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -18,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "entry_key.hpp"
 #include "inode.hpp"
 #include "namespace_ops.hpp"
 #include "result.hpp"
@@ -72,6 +74,12 @@ struct Counts {
     uint64_t orphans = 0;
 };
 
+// A directory of this server whose entry lives on another one.
+struct DetachedDir {
+    pfs_entry_id id{};
+    RemoteParent remote;
+};
+
 // Picks the storage targets for a new file (elsewhere: it needs the map of
 // targets and their states).
 using ChooseTargets = std::function<Result<std::vector<uint32_t>>(const StripePattern&)>;
@@ -86,11 +94,24 @@ public:
 
     uint32_t owner_node() const { return owner_; }
     pfs_entry_id root() const;
+    bool is_local(const pfs_entry_id& id) const { return id.owner_node == owner_; }
 
     // ---- queries ----
     Result<Attr> getattr(const pfs_entry_id& id) const;
-    // "." and ".." resolve to the directory and its parent.
+    // "." and ".." resolve to the directory and its parent. An entry naming
+    // a directory of another server is -EREMOTE here: see resolve().
     Result<Attr> lookup(const pfs_entry_id& dir, std::string_view name) const;
+    // The id a name in dir stands for, and its DT_ type; it may belong to
+    // another server (a detached directory's ".." always does).
+    Result<Directory::Slot> resolve(const pfs_entry_id& dir, std::string_view name) const;
+    // Whether an entry here names remote_dir, a directory of another server.
+    bool names(const pfs_entry_id& remote_dir) const;
+    // Detached directories with an ino above `after`, at most max, by ino.
+    std::vector<DetachedDir> detached(uint64_t after, size_t max) const;
+    // A detached directory's state (enum pfs_detached_state).
+    Result<uint8_t> detached_state(const pfs_entry_id& id) const;
+    // The detached directories still CREATED or REMOVING.
+    std::vector<DetachedDir> unsettled() const;
     Result<StripeLayout> layout(const pfs_entry_id& file) const;
     Result<StripePattern> pattern(const pfs_entry_id& dir) const;
     Result<std::string> readlink(const pfs_entry_id& id) const;
@@ -113,6 +134,17 @@ public:
                            uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive = true);
     Result<Attr> mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
                        uint32_t gid, Timespec now);
+    // What mkdir would give a new directory (set-group-ID inheritance, the
+    // parent's pattern) once the parent and the name pass its checks; for
+    // a directory made on another server.
+    struct NewDir {
+        uint32_t mode = 0;
+        uint32_t uid = 0;
+        uint32_t gid = 0;
+        StripePattern pattern;
+    };
+    Result<NewDir> plan_dir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
+                            uint32_t gid) const;
     Result<Attr> symlink(const pfs_entry_id& dir, std::string_view name, std::string_view target,
                          uint32_t uid, uint32_t gid, Timespec now);
     Result<Attr> link(const pfs_entry_id& id, const pfs_entry_id& dir, std::string_view name, Timespec now);
@@ -128,6 +160,20 @@ public:
                      Timespec now);
     Status remove_xattr(const pfs_entry_id& id, std::string_view name, Timespec now);
     Status set_pattern(const pfs_entry_id& dir, const StripePattern& pattern, Timespec now);
+
+    // ---- directories across metadata servers ----
+    // On the new directory's server: a directory for an entry in parent,
+    // a directory of another server; mode, owner and pattern as the
+    // parent's owner decided them.
+    Result<Attr> mkdir_detached(const pfs_entry_id& parent, uint32_t mode, uint32_t uid, uint32_t gid,
+                                const StripePattern& pattern, Timespec now);
+    // CONFIRMED, or REMOVING (-ENOTEMPTY unless empty), or CREATED.
+    Status set_detached_state(const pfs_entry_id& id, uint8_t state);
+    // Removes an empty detached directory.
+    Status remove_detached(const pfs_entry_id& id);
+    // On the parent's server: the entry naming a directory made on another.
+    Result<Attr> add_remote_dir(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
+                                Timespec now);
 
     // Open handles keep an unlinked inode alive. Not journaled: after a
     // restart nothing is open and orphans() lists what the crash left.
@@ -161,8 +207,14 @@ private:
     Result<Inode*> find_dir(const pfs_entry_id& id);
     Attr attr_of(const Inode& node) const;
     pfs_entry_id next_id() const;
-    // Whether the directory `ino` is `ancestor` or lies below it.
-    bool within(uint64_t ino, uint64_t ancestor) const;
+    // Whether the directory `ino` is `ancestor` or lies below it; unknown
+    // when the way up leaves this server (a detached directory) first.
+    enum class Ancestry { no, yes, unknown };
+    Ancestry ancestry(uint64_t ino, uint64_t ancestor) const;
+    // A name's inode when the entry is local, nullptr when it names a
+    // directory of another server.
+    Result<Inode*> entry_inode(const Directory::Slot& slot);
+    void count_remote(const pfs_entry_id& id, int delta);
 
     Status check_new_id(const pfs_entry_id& id) const;
 
@@ -178,6 +230,10 @@ private:
     Result<Outcome> run(const RemoveXattrOp& op);
     Result<Outcome> run(const SetPatternOp& op);
     Result<Outcome> run(const PurgeOp& op);
+    Result<Outcome> run(const DetachedMkdirOp& op);
+    Result<Outcome> run(const DetachedStateOp& op);
+    Result<Outcome> run(const DetachedRmdirOp& op);
+    Result<Outcome> run(const RemoteEntryOp& op);
 
     // Shared by create, mkdir and symlink once the op is validated.
     Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);
@@ -193,6 +249,8 @@ private:
     uint64_t next_ino_ = kRootIno + 1;
     InodeMap inodes_;
     std::set<uint64_t> orphans_;
+    std::set<uint64_t> detached_;                 // detached directories
+    std::map<EntryKey, uint32_t> remote_entries_;  // entries naming other servers' directories
     Counts counts_;
     std::function<void(const Op&)> observer_;
 };

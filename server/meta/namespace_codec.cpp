@@ -109,6 +109,30 @@ void xfer_op(pfs_xdr* x, SetPatternOp& o) {
 
 void xfer_op(pfs_xdr* x, PurgeOp& o) { xfer(x, o.id); }
 
+void xfer_op(pfs_xdr* x, DetachedMkdirOp& o) {
+    xfer(x, o.parent);
+    xfer(x, o.id);
+    xfer(x, o.mode);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.pattern);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, DetachedStateOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.state);
+}
+
+void xfer_op(pfs_xdr* x, DetachedRmdirOp& o) { xfer(x, o.id); }
+
+void xfer_op(pfs_xdr* x, RemoteEntryOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.now);
+}
+
 template <size_t... I>
 Op op_of_index(size_t index, std::index_sequence<I...>) {
     Op op;

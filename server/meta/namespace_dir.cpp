@@ -13,6 +13,7 @@ namespace {
 // A name for a new entry in parent: valid, and not taken.
 Status check_new_entry(const Inode& parent, std::string_view name) {
     if (auto st = check_name(name); !st) return st;
+    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
     if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
     return ok_status();
 }
@@ -117,6 +118,7 @@ Result<Outcome> Namespace::run(const UnlinkOp& op) {
     if (is_dot(op.name)) return fail(-EISDIR, quoted(op.name) + " is a directory");
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
+    if (!is_local(slot->id)) return fail(-EISDIR, quoted(op.name) + " is a directory");
     auto node = find(slot->id);
     if (!node) return node.error();
     Inode& n = **node;
@@ -139,6 +141,15 @@ Result<Outcome> Namespace::run(const RmdirOp& op) {
     if (op.name == "..") return fail(-ENOTEMPTY, "cannot remove '..'");
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
+    if (!is_local(slot->id)) {
+        // Its owner has checked it is empty and keeps it so.
+        Outcome out{.attr = Attr{.id = slot->id, .mode = S_IFDIR, .ctime = op.now}};
+        count_remote(slot->id, -1);
+        (*parent)->dir().entries->erase(op.name);
+        --(*parent)->attr.nlink;
+        touch_dir(**parent, op.now);
+        return out;
+    }
     auto node = find(slot->id);
     if (!node) return node.error();
     Inode& n = **node;
@@ -176,35 +187,63 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     const auto* dst_slot = dp.dir().entries->find(op.dst_name);
     if (noreplace && dst_slot) return fail(-EEXIST, quoted(op.dst_name) + " exists");
     if (exchange && !dst_slot) return fail(-ENOENT, "no entry " + quoted(op.dst_name));
-    auto src_node = find(src_slot->id);
+    if (!dp.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    // An entry naming another server's directory has no inode here.
+    auto src_node = entry_inode(*src_slot);
     if (!src_node) return src_node.error();
-    Inode& src = **src_node;
+    Inode* src = *src_node;
     Inode* dst = nullptr;
     if (dst_slot) {
+        if (!is_local(dst_slot->id))
+            return fail(-EXDEV, quoted(op.dst_name) + " is a directory on another metadata server");
         auto found = find(dst_slot->id);
         if (!found) return found.error();
         dst = *found;
     }
-    // Neither directory may end up inside itself.
-    if (src.is_dir() && within(dp.attr.id.ino, src.attr.id.ino))
-        return fail(-EINVAL, "cannot move a directory into itself");
-    if (dst && dst->is_dir() && within(sp.attr.id.ino, dst->attr.id.ino))
-        return fail(exchange ? -EINVAL : -ENOTEMPTY, quoted(op.dst_name) + " contains the source");
-    if (dst == &src) return Outcome{.attr = attr_of(src)};  // two links to one inode: nothing to do
+    const bool src_is_dir = src_slot->type == DT_DIR;
+    const pfs_entry_id src_id = src_slot->id;
+    const uint8_t src_type = src_slot->type;
+    const bool moved = &sp != &dp;
+    // Neither directory may end up inside itself. Beyond a detached
+    // directory the way up is another server's: not decided here.
+    if (moved && src_is_dir) {
+        switch (ancestry(dp.attr.id.ino, src ? src->attr.id.ino : 0)) {
+        case Ancestry::yes: return fail(-EINVAL, "cannot move a directory into itself");
+        case Ancestry::unknown: return fail(-EXDEV, "the target directory's ancestors are on another server");
+        case Ancestry::no: break;
+        }
+    }
+    if (moved && dst && dst->is_dir()) {
+        switch (ancestry(sp.attr.id.ino, dst->attr.id.ino)) {
+        case Ancestry::yes:
+            return fail(exchange ? -EINVAL : -ENOTEMPTY, quoted(op.dst_name) + " contains the source");
+        case Ancestry::unknown: return fail(-EXDEV, "the source directory's ancestors are on another server");
+        case Ancestry::no: break;
+        }
+    }
+    if (src && dst == src) return Outcome{.attr = attr_of(*src)};  // two links to one inode: nothing to do
     if (dst && !exchange) {
-        if (src.is_dir() && !dst->is_dir()) return fail(-ENOTDIR, quoted(op.dst_name) + " is no directory");
-        if (!src.is_dir() && dst->is_dir()) return fail(-EISDIR, quoted(op.dst_name) + " is a directory");
+        if (src_is_dir && !dst->is_dir()) return fail(-ENOTDIR, quoted(op.dst_name) + " is no directory");
+        if (!src_is_dir && dst->is_dir()) return fail(-EISDIR, quoted(op.dst_name) + " is a directory");
         if (dst->is_dir() && !dst->dir().entries->empty())
             return fail(-ENOTEMPTY, quoted(op.dst_name) + " is not empty");
     }
+    // A directory's ".." moves from one parent to the other (for another
+    // server's directory only the link counts here change).
+    auto move_subdir = [](Inode* node, Inode& from, Inode& to) {
+        if (node) move_dir(*node, from, to);
+        else {
+            --from.attr.nlink;
+            ++to.attr.nlink;
+        }
+    };
 
     Outcome out;
-    bool moved = &sp != &dp;
     if (exchange) {
         out.replaced = dst->attr.id;
         sp.dir().entries->repoint(op.src_name, dst->attr.id, dst->dtype());
-        dp.dir().entries->repoint(op.dst_name, src.attr.id, src.dtype());
-        if (moved && src.is_dir()) move_dir(src, sp, dp);
+        dp.dir().entries->repoint(op.dst_name, src_id, src_type);
+        if (moved && src_is_dir) move_subdir(src, sp, dp);
         if (moved && dst->is_dir()) move_dir(*dst, dp, sp);
         dst->attr.ctime = op.now;
     } else {
@@ -212,12 +251,12 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
             // The target keeps its cookie: readers that listed it are not
             // shown the name a second time.
             out.replaced = dst->attr.id;
-            dp.dir().entries->repoint(op.dst_name, src.attr.id, src.dtype());
+            dp.dir().entries->repoint(op.dst_name, src_id, src_type);
         } else {
-            dp.dir().entries->insert(op.dst_name, src.attr.id, src.dtype());
+            dp.dir().entries->insert(op.dst_name, src_id, src_type);
         }
         sp.dir().entries->erase(op.src_name);
-        if (moved && src.is_dir()) move_dir(src, sp, dp);
+        if (moved && src_is_dir) move_subdir(src, sp, dp);
         if (dst && dst->is_dir()) {
             --dp.attr.nlink;
             free_inode(dst->attr.id.ino);
@@ -227,10 +266,14 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
             out.freed = settle(*dst, op.keep_orphan);
         }
     }
-    src.attr.ctime = op.now;
     touch_dir(sp, op.now);
     touch_dir(dp, op.now);
-    out.attr = attr_of(src);
+    if (src) {
+        src->attr.ctime = op.now;
+        out.attr = attr_of(*src);
+    } else {
+        out.attr = Attr{.id = src_id, .mode = S_IFDIR, .ctime = op.now};
+    }
     return out;
 }
 

@@ -63,6 +63,8 @@ struct UnlinkOp {
     Timespec now{};
 };
 
+// Also removes an entry naming a directory on another server (whose owner
+// has checked it is empty and holds it so).
 struct RmdirOp {
     pfs_entry_id parent{};
     std::string name{};
@@ -126,9 +128,42 @@ struct PurgeOp {
     pfs_entry_id id{};
 };
 
+// A directory made here for an entry on another metadata server (its
+// parent's owner): no entry of this server names it. It starts CREATED.
+struct DetachedMkdirOp {
+    pfs_entry_id parent{};  // on another server
+    pfs_entry_id id{};
+    uint32_t mode = 0;
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    StripePattern pattern{};
+    Timespec now{};
+};
+
+// A detached directory confirmed (CONFIRMED), its removal prepared
+// (REMOVING: it must be empty, and takes no entries until settled).
+struct DetachedStateOp {
+    pfs_entry_id id{};
+    uint8_t state = 0;  // enum pfs_detached_state
+};
+
+// Removes an empty detached directory: its entry is gone, or never was.
+struct DetachedRmdirOp {
+    pfs_entry_id id{};
+};
+
+// An entry naming a directory on another metadata server.
+struct RemoteEntryOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};  // owned by another server
+    Timespec now{};
+};
+
 // The encoding tags an op with its index here: append new kinds at the end.
 using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
-                        SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp>;
+                        SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp, DetachedMkdirOp, DetachedStateOp,
+                        DetachedRmdirOp, RemoteEntryOp>;
 
 // Little-endian, versioned, through the shared C codec. Fails only for an
 // op whose strings or lists exceed the namespace's limits (which apply()

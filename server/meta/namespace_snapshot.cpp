@@ -25,7 +25,8 @@ namespace {
 using namespace codec;
 
 constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
-constexpr uint32_t kSnapshotVersion = 1;
+// 2: a directory record says whether it is detached (parent on another server).
+constexpr uint32_t kSnapshotVersion = 2;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -72,7 +73,17 @@ void xfer_xattrs(pfs_xdr* x, Xattrs& xattrs) {
     }
 }
 
-void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh) {
+void xfer_remote(pfs_xdr* x, std::optional<RemoteParent>& remote) {
+    bool detached = remote.has_value();
+    xfer(x, detached);
+    if (!detached) return;
+    if (pfs_xdr_decoding(x)) remote.emplace();
+    xfer(x, remote->dir);
+    xfer(x, remote->state);
+    if (pfs_xdr_decoding(x) && remote->state > PFS_DETACHED_REMOVING) fail(x);
+}
+
+void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
     uint8_t kind = n.is_file() ? kFile : n.is_dir() ? kDir : kSymlink;
     xfer(x, kind);
     if (pfs_xdr_decoding(x) && !x->err) {
@@ -99,6 +110,7 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh) {
         xfer(x, dir->pattern);
         xfer(x, dh.next_cookie);
         xfer(x, dh.entries);
+        if (version >= 2) xfer_remote(x, dir->remote);
     } else {
         xfer_str(x, std::get<SymlinkBody>(n.body).target, kSymlinkMax);
     }
@@ -241,7 +253,7 @@ Status Namespace::snapshot_to(const std::function<void(std::span<const uint8_t>)
         Inode& n = unconst(inodes_.at(ino));
         DirHeader dh;
         if (n.is_dir()) dh = DirHeader{n.dir().entries->next_cookie(), n.dir().entries->size()};
-        if (auto st = out.put([&](pfs_xdr* x) { xfer_inode(x, n, dh); }); !st) return st;
+        if (auto st = out.put([&](pfs_xdr* x) { xfer_inode(x, n, dh, kSnapshotVersion); }); !st) return st;
         if (!n.is_dir()) continue;
         Status st = ok_status();
         auto flush = [&] {
@@ -272,7 +284,7 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
     Header h{.magic = 0, .version = 0};
     if (auto st = in.next([&](pfs_xdr* x) { xfer_header(x, h); }); !st) return st.error();
     if (h.magic != kSnapshotMagic) return Error{-EBADMSG, "not a namespace snapshot"};
-    if (h.version != kSnapshotVersion)
+    if (h.version != kSnapshotVersion && h.version != 1)
         return Error{-EPROTONOSUPPORT, "snapshot version " + std::to_string(h.version) + " unknown"};
     if (h.next_ino <= kRootIno) return damaged("bad inode counter");
 
@@ -284,11 +296,12 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
     for (uint64_t i = 0; i < h.inodes; ++i) {
         Inode n;
         DirHeader dh;
-        if (auto st = in.next([&](pfs_xdr* x) { xfer_inode(x, n, dh); }); !st) return st.error();
+        if (auto st = in.next([&](pfs_xdr* x) { xfer_inode(x, n, dh, h.version); }); !st) return st.error();
         if (auto st = check_inode(n, h); !st) return st.error();
         if (n.is_dir())
             if (auto st = read_entries(in, *n.dir().entries, dh); !st) return st.error();
         uint64_t ino = n.attr.id.ino;
+        if (n.is_dir() && n.dir().remote) ns.detached_.insert(ino);
         ns.count(n, +1);
         if (!ns.inodes_.emplace(ino, std::move(n)).second)
             return damaged("inode " + std::to_string(ino) + " twice");
@@ -308,6 +321,16 @@ Status Namespace::verify() {
         if (!node.is_dir()) continue;
         Status st = ok_status();
         node.dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
+            if (!is_local(s.id)) {
+                // Another server's directory: only its type is known here.
+                if (s.type != DT_DIR || s.id.ino == 0 || s.id.generation == 0 || names(s.id)) {
+                    st = damaged("directory " + std::to_string(ino) + " has a bad remote entry");
+                    return false;
+                }
+                count_remote(s.id, +1);
+                ++subdirs[ino];
+                return true;
+            }
             auto child = find(s.id);
             if (!child || (*child)->dtype() != s.type || s.id.ino == kRootIno) {
                 st = damaged("directory " + std::to_string(ino) + " has a bad entry");
@@ -315,6 +338,10 @@ Status Namespace::verify() {
             }
             if ((*child)->is_dir()) {
                 ++subdirs[ino];
+                if ((*child)->dir().remote) {
+                    st = damaged("detached directory " + std::to_string(s.id.ino) + " has a local entry");
+                    return false;
+                }
                 if ((*child)->dir().parent != ino) {
                     st = damaged("directory " + std::to_string(s.id.ino) + " has a wrong parent");
                     return false;
@@ -327,7 +354,10 @@ Status Namespace::verify() {
     for (const auto& [ino, node] : inodes_) {
         uint32_t n = links[ino];
         if (node.is_dir()) {
-            if (n != (ino == kRootIno ? 0u : 1u) || node.attr.nlink != 2 + uint64_t{subdirs[ino]})
+            bool named_elsewhere = ino == kRootIno || node.dir().remote;
+            if (node.dir().remote && (is_local(node.dir().remote->dir) || ino == kRootIno))
+                return damaged("detached directory " + std::to_string(ino) + " has a bad parent");
+            if (n != (named_elsewhere ? 0u : 1u) || node.attr.nlink != 2 + uint64_t{subdirs[ino]})
                 return damaged("directory " + std::to_string(ino) + " has wrong links");
         } else {
             if (node.attr.nlink != n)
@@ -338,17 +368,19 @@ Status Namespace::verify() {
     // Every directory has one parent that names it; only a cycle cut off
     // from the root could still hide. Walk down from the root to rule it out.
     std::vector<uint64_t> todo{kRootIno};
+    todo.insert(todo.end(), detached_.begin(), detached_.end());
     uint64_t reached = 0;
     while (!todo.empty()) {
         uint64_t ino = todo.back();
         todo.pop_back();
         ++reached;
         inodes_.at(ino).dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
-            if (s.type == DT_DIR) todo.push_back(s.id.ino);
+            if (s.type == DT_DIR && is_local(s.id)) todo.push_back(s.id.ino);
             return true;
         });
     }
     if (reached != counts_.directories) return damaged("directories cut off from the root");
+
     return ok_status();
 }
 

@@ -33,9 +33,15 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
 }  // namespace
 
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
-                 std::chrono::milliseconds session_timeout)
+                 std::chrono::milliseconds session_timeout, DirPlacement placement)
     : ex_(ex),
-      server_(server), cluster_(cluster), files_(cluster), reaper_(ex, cluster), chooser_(chooser), sessions_(session_timeout) {}
+      server_(server),
+      cluster_(cluster),
+      files_(cluster),
+      reaper_(ex, cluster),
+      chooser_(chooser),
+      sessions_(session_timeout),
+      placement_(placement) {}
 
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
@@ -81,6 +87,11 @@ void Service::install() {
     bind(PFS_MSG_GETLK, &Service::on_getlk);
     bind(PFS_MSG_SESSION_RENEW, &Service::on_session_renew);
     bind(PFS_MSG_SESSION_END, &Service::on_session_end);
+    bind(PFS_MSG_MKDIR_ON, &Service::on_mkdir_on);
+    bind(PFS_MSG_MKDIR_DETACHED, &Service::on_mkdir_detached);
+    bind(PFS_MSG_RMDIR_DETACHED, &Service::on_rmdir_detached);
+    bind(PFS_MSG_ENTRY_CHECK, &Service::on_entry_check);
+    bind(PFS_MSG_LIST_DETACHED, &Service::on_list_detached);
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -124,9 +135,12 @@ void Service::delete_chunks(FreedFile freed) {
 awaitable<Reply> Service::on_lookup(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_LOOKUP);
-    auto attr = ns_->lookup(m->dir, m->name);
+    auto slot = ns_->resolve(m->dir, m->name);
     // A negative answer is cached too: the directory is watched either way.
     watched(req, m->dir);
+    if (!slot) co_return Reply::from(slot.error());
+    if (!ns_->is_local(slot->id)) co_return co_await remote_attr(slot->id);
+    auto attr = ns_->getattr(slot->id);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
     co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
@@ -162,8 +176,7 @@ awaitable<Reply> Service::on_create(Request& req) {
 awaitable<Reply> Service::on_mkdir(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_MKDIR);
-    co_return co_await added_reply(req, m->dir,
-        ns_->mkdir(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now()));
+    co_return co_await make_dir(req, m->dir, m->name, m->mode, 0);
 }
 
 awaitable<Reply> Service::on_symlink(Request& req) {
@@ -187,6 +200,8 @@ awaitable<Reply> Service::on_readlink(Request& req) {
 awaitable<Reply> Service::on_link(Request& req) {
     auto m = body(req, pfs_x_link);
     if (!m) co_return malformed(PFS_MSG_LINK);
+    if (!ns_->is_local(m->id) || !ns_->is_local(m->dir))
+        co_return Reply::fail(EXDEV, "a hard link must be on the file's own metadata server");
     co_return co_await added_reply(req, m->dir, ns_->link(m->id, m->dir, m->name, now()));
 }
 
@@ -203,6 +218,8 @@ awaitable<Reply> Service::on_unlink(Request& req) {
 awaitable<Reply> Service::on_rmdir(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_RMDIR);
+    if (auto slot = ns_->resolve(m->dir, m->name); slot && !ns_->is_local(slot->id) && m->name != std::string_view(".."))
+        co_return co_await remove_remote_dir(req, m->dir, m->name, slot->id);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -214,6 +231,8 @@ awaitable<Reply> Service::on_rename(Request& req) {
     auto m = std::make_unique<pfs_rename>();
     if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_rename(x, m.get()); }))
         co_return malformed(PFS_MSG_RENAME);
+    if (!ns_->is_local(m->src_dir) || !ns_->is_local(m->dst_dir))
+        co_return Reply::fail(EXDEV, "rename across metadata servers is not supported");
     auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
     if (!out) co_return Reply::from(out.error());
     pfs_entry_id ids[4] = {m->src_dir, m->dst_dir, out->attr.id};
@@ -292,8 +311,12 @@ Reply Service::opened_reply(const Request& req, const Attr& attr) {
 awaitable<Reply> Service::on_open_name(Request& req) {
     auto m = body(req, pfs_x_open_name);
     if (!m) co_return malformed(PFS_MSG_OPEN_NAME);
-    auto attr = ns_->lookup(m->dir, m->name);
+    auto slot = ns_->resolve(m->dir, m->name);
     watched(req, m->dir);
+    if (!slot) co_return Reply::from(slot.error());
+    // Only directories live elsewhere: they are looked up, not opened.
+    if (!ns_->is_local(slot->id)) co_return co_await remote_attr(slot->id);
+    auto attr = ns_->getattr(slot->id);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));

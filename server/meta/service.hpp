@@ -5,13 +5,17 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <unordered_map>
 
 #include "callbacks.hpp"
 #include "chunk_reaper.hpp"
 #include "cluster.hpp"
+#include "dir_placement.hpp"
+#include "entry_key.hpp"
 #include "lock_table.hpp"
 #include "namespace.hpp"
 #include "rpc_server.hpp"
@@ -29,7 +33,8 @@ public:
     static constexpr std::chrono::milliseconds kDefaultSessionTimeout{30000};
 
     Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
-            std::chrono::milliseconds session_timeout = kDefaultSessionTimeout);
+            std::chrono::milliseconds session_timeout = kDefaultSessionTimeout,
+            DirPlacement placement = DirPlacement{});
 
     // Handlers answer -EAGAIN until the namespace is attached (after the
     // node is registered and its store recovered).
@@ -40,6 +45,12 @@ public:
     // Ends the sessions of clients gone silent, every quarter timeout; runs
     // until the executor stops.
     awaitable<void> expire_sessions();
+    // Settles the detached directories a crash left CREATED or REMOVING
+    // by asking their parents' owners, every `period`; runs until the
+    // executor stops.
+    awaitable<void> settle_detached(std::chrono::milliseconds period);
+    // One round of that; the number of directories still unsettled.
+    awaitable<size_t> settle_detached_once();
 
 private:
     using Method = awaitable<Reply> (Service::*)(Request&);
@@ -70,6 +81,21 @@ private:
     awaitable<Reply> on_getlk(Request& req);
     awaitable<Reply> on_session_renew(Request& req);
     awaitable<Reply> on_session_end(Request& req);
+    // Directories across metadata servers (service_remote.cpp).
+    awaitable<Reply> on_mkdir_on(Request& req);
+    awaitable<Reply> on_mkdir_detached(Request& req);
+    awaitable<Reply> on_rmdir_detached(Request& req);
+    awaitable<Reply> on_entry_check(Request& req);
+    awaitable<Reply> on_list_detached(Request& req);
+    // MKDIR on the node chosen (0: by the placement policy).
+    awaitable<Reply> make_dir(const Request& req, const pfs_entry_id& dir, std::string_view name, uint32_t mode,
+                              uint32_t node);
+    awaitable<Reply> make_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                     const Namespace::NewDir& plan, uint32_t node);
+    awaitable<Reply> remove_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                       const pfs_entry_id& id);
+    // The attributes of an entry that names another server's directory.
+    awaitable<Reply> remote_attr(const pfs_entry_id& id);
 
     // Opens made and closed on behalf of a client's session (client 0: none).
     Status open_for(uint64_t client, const pfs_entry_id& id);
@@ -104,6 +130,11 @@ private:
     Sessions sessions_;
     LockTable locks_;
     Callbacks callbacks_;
+    DirPlacement placement_;
+    // Cross-server operations under way, for ENTRY_CHECK's answers:
+    // MKDIR_DETACHED requests per server, directories being removed.
+    std::map<uint32_t, uint32_t> mkdirs_in_flight_;
+    std::set<EntryKey> removing_;
     // Where each client's notices go: the connection of its latest request.
     std::unordered_map<uint64_t, std::weak_ptr<Connection>> notice_conns_;
 };

@@ -67,6 +67,13 @@ FUZZ_WRAP(readdir)
 FUZZ_WRAP(dirent)
 FUZZ_WRAP(open)
 FUZZ_WRAP(open_name)
+FUZZ_WRAP(mkdir_on)
+FUZZ_WRAP(mkdir_detached)
+FUZZ_WRAP(rmdir_detached)
+FUZZ_WRAP(entry_check)
+FUZZ_WRAP(entry_states)
+FUZZ_WRAP(list_detached)
+FUZZ_WRAP(detached_page)
 FUZZ_WRAP(xattr_req)
 FUZZ_WRAP(statfs)
 FUZZ_WRAP(dir_page)
@@ -164,6 +171,14 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(dirent),
 	FUZZ_BODY(open),
 	FUZZ_BODY(open_name),
+	/* directories on other metadata servers */
+	FUZZ_BODY(mkdir_on),
+	FUZZ_BODY(mkdir_detached),
+	FUZZ_BODY(rmdir_detached),
+	FUZZ_BODY(entry_check),
+	FUZZ_BODY(entry_states),
+	FUZZ_BODY(list_detached),
+	FUZZ_BODY(detached_page),
 	FUZZ_BODY(xattr_req),
 	FUZZ_BODY(statfs),
 	/* READDIR reply: the page with the count, then the entries */

@@ -302,6 +302,29 @@ int main(int argc, char **argv)
 		SEED(invalidate, "2", &inv);
 	}
 	{
+		struct pfs_mkdir_on mo = { { 1, 1, 1 }, "data", 0755, 2 };
+		struct pfs_mkdir_detached md = { { 1, 1, 1 }, 02755, 1000,
+						 100, { 512 << 10, 4, 1 } };
+		struct pfs_rmdir_detached rd = { { 9, 2, 1 },
+						 PFS_RMDIR_PREPARE };
+		static struct pfs_entry_check ec = {
+			2, { { 9, 2, 1 }, { 10, 2, 1 } } };
+		static struct pfs_entry_states es = {
+			2, { PFS_ENTRY_PRESENT, PFS_ENTRY_PENDING } };
+		struct pfs_list_detached ld = { 9 };
+		static struct pfs_detached_page dp = {
+			1, 1, { { { 9, 2, 1 }, { 1, 1, 1 },
+				  PFS_DETACHED_CREATED } } };
+
+		SEED(mkdir_on, "1", &mo);
+		SEED(mkdir_detached, "1", &md);
+		SEED(rmdir_detached, "1", &rd);
+		SEED(entry_check, "2", &ec);
+		SEED(entry_states, "2", &es);
+		SEED(list_detached, "1", &ld);
+		SEED(detached_page, "1", &dp);
+	}
+	{
 		struct pfs_stats st = { 3, PFS_NODE_STORAGE, 123456789, 2 };
 		struct pfs_msg_stats ms[2] = {
 			{ PFS_MSG_CHUNK_WRITE, 1000, 2, 1000ull << 20, 48000 },

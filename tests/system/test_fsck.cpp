@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chunk_store.hpp"
+#include "ctl_run.hpp"
 #include "filesystem.hpp"
 #include "fs_waits.hpp"
 #include "test_cluster.hpp"
@@ -24,38 +25,6 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 namespace {
-
-struct CtlRun {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs pfs-ctl from the build tree against the test cluster.
-CtlRun ctl(const TestCluster& tc, const std::string& args) {
-    const auto err_path = tc.dir() / "ctl.stderr";
-    const std::string cmd = std::string(PFS_BIN_DIR) + "/utils/ctl/pfs-ctl --config /dev/null --timeout-ms 3000" +
-                            " --mgmtd " + tc.mgmtd().str() + " --auth-file " + (tc.dir() / "auth.secret").string() +
-                            " " + args + " 2>" + err_path.string();
-    CtlRun r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int rc = ::pclose(p);
-    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    std::ifstream err(err_path);
-    r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-    return r;
-}
-
-json fsck_json(const TestCluster& tc, int expect_status) {
-    auto r = ctl(tc, "fsck --readonly --json");
-    INFO(r.out << r.err);
-    REQUIRE(r.status == expect_status);
-    return json::parse(r.out);
-}
 
 awaitable<Status> write_file(FileSystem& fs, const std::string& path, uint64_t offset, size_t length) {
     auto f = co_await fs.open(path, O_CREAT | O_WRONLY);

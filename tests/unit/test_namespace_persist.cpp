@@ -47,7 +47,7 @@ public:
         const pfs_entry_id node = pick_live(nodes_);
         std::string name = some_name();
         int rc = 0;
-        switch (below(16)) {
+        switch (below(20)) {
             case 0:
             case 1: {
                 auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2));
@@ -115,6 +115,23 @@ public:
                     rc = orphans.empty() ? -ENOENT : err(ns.purge_orphan(pick(orphans)));
                 }
                 break;
+            // Directories across servers: another server's parent or
+            // directory (node kNode + 1), now and then one of ours.
+            case 16: {
+                pfs_entry_id parent = below(8) ? remote_id(below(4) + 1) : dir;
+                auto r = ns.mkdir_detached(parent, 0750, 0, 0, StripePattern{}, now);
+                if (r) {
+                    dirs_.push_back(r->id);
+                    nodes_.push_back(r->id);
+                }
+                rc = err(r);
+                break;
+            }
+            case 17: rc = err(ns.set_detached_state(dir, static_cast<uint8_t>(below(4)))); break;
+            case 18: rc = err(ns.remove_detached(dir)); break;
+            case 19:
+                rc = err(ns.add_remote_dir(dir, name, below(6) ? remote_id(next_remote_++) : dir, now));
+                break;
         }
         if (rc) ++failures_;
     }
@@ -126,6 +143,7 @@ public:
 
 private:
     uint64_t below(uint64_t n) { return rng_() % n; }
+    static pfs_entry_id remote_id(uint64_t ino) { return pfs_entry_id{ino, Fs::kNode + 1, 1}; }
     template <class V>
     pfs_entry_id pick(const V& v) {
         return v[below(v.size())];
@@ -165,6 +183,7 @@ private:
     std::vector<Bytes> log_;
     std::set<size_t> kinds_;
     int failures_ = 0;
+    uint64_t next_remote_ = 100;
 };
 
 // Replays encoded ops onto ns; every one must apply.
@@ -215,6 +234,10 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         RemoveXattrOp{id, "user.x", at(20)},
         SetPatternOp{id, StripePattern{1u << 20, 8, 2}, at(21)},
         PurgeOp{id},
+        DetachedMkdirOp{p, id, 02750, 7, 8, StripePattern{1u << 16, 2, 1}, at(22)},
+        DetachedStateOp{id, PFS_DETACHED_REMOVING},
+        DetachedRmdirOp{id},
+        RemoteEntryOp{p, "remote", pfs_entry_id{9, 8, 1}, at(23)},
     };
     REQUIRE(ops.size() == std::variant_size_v<Op>);
     for (const auto& op : ops) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "filesystem.hpp"
+#include "meta_admin.hpp"
 #include "sync_client.hpp"
 
 namespace pfs::ctl {
@@ -140,6 +141,16 @@ std::vector<Result<FileLayout>> FsClient::layout_all(const std::vector<pfs_entry
 
 std::vector<pfs_target_info> FsClient::targets() const { return impl_->cluster->targets(); }
 
+std::vector<pfs_node_info> FsClient::meta_nodes() const { return impl_->cluster->meta_nodes(); }
+
+Result<std::vector<pfs_detached_dir>> FsClient::detached_dirs(uint32_t meta_node) {
+    return impl_->run(client::list_detached(*impl_->cluster, meta_node));
+}
+
+Result<std::vector<uint8_t>> FsClient::entry_states(uint32_t owner, const std::vector<pfs_entry_id>& dirs) {
+    return impl_->run(client::entry_states(*impl_->cluster, owner, dirs));
+}
+
 Result<ChunkPage> FsClient::chunk_list(uint32_t target_id, const pfs_chunk_cookie& from, uint32_t max) {
     return impl_->run(list_chunks(*impl_->cluster, pfs_chunk_list{target_id, from, max}));
 }
@@ -152,8 +163,8 @@ Result<std::vector<DirEntry>> FsClient::readdir(const std::string& path) {
 
 Result<std::string> FsClient::readlink(const std::string& path) { return impl_->run(impl_->fs->readlink(path)); }
 
-Result<pfs_attr> FsClient::mkdir(const std::string& path, uint32_t mode) {
-    return impl_->run(impl_->fs->mkdir(path, mode));
+Result<pfs_attr> FsClient::mkdir(const std::string& path, uint32_t mode, uint32_t meta_node) {
+    return impl_->run(impl_->fs->mkdir(path, mode, meta_node));
 }
 
 Status FsClient::rmdir(const std::string& path) { return impl_->run(impl_->fs->rmdir(path)); }

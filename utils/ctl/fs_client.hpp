@@ -65,7 +65,8 @@ public:
     // Without "." and "..".
     Result<std::vector<DirEntry>> readdir(const std::string& path);
     Result<std::string> readlink(const std::string& path);
-    Result<pfs_attr> mkdir(const std::string& path, uint32_t mode);
+    // meta_node: the directory's metadata server (0: the placement policy's choice).
+    Result<pfs_attr> mkdir(const std::string& path, uint32_t mode, uint32_t meta_node = 0);
     Status rmdir(const std::string& path);
     Status unlink(const std::string& path);
     Status rename(const std::string& from, const std::string& to);
@@ -82,6 +83,12 @@ public:
     std::vector<Result<FileLayout>> layout_all(const std::vector<pfs_entry_id>& files);
     // The storage targets in the map.
     std::vector<pfs_target_info> targets() const;
+    // The metadata servers in the map.
+    std::vector<pfs_node_info> meta_nodes() const;
+    // Every directory of a metadata server whose entry lives on another.
+    Result<std::vector<pfs_detached_dir>> detached_dirs(uint32_t meta_node);
+    // Whether an entry on `owner` names each directory: enum pfs_entry_state.
+    Result<std::vector<uint8_t>> entry_states(uint32_t owner, const std::vector<pfs_entry_id>& dirs);
     // Up to max of a target's chunk files from `from` (zeros: the start).
     Result<ChunkPage> chunk_list(uint32_t target_id, const pfs_chunk_cookie& from, uint32_t max);
 

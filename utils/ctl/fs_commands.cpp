@@ -155,8 +155,14 @@ Result<std::string> make_dir(Context& ctx) {
     auto fs = open_path(ctx, path);
     if (!fs) return fs.error();
     std::vector<std::string> created;
+    uint32_t meta_node = 0;
+    if (ctx.options.has("meta-node")) {
+        auto n = parse_id(ctx.options.get<std::string>("meta-node"), "metadata node id");
+        if (!n) return n.error();
+        meta_node = *n;
+    }
     if (!ctx.options.get<bool>("parents")) {
-        auto made = (*fs)->mkdir(path, 0755);
+        auto made = (*fs)->mkdir(path, 0755, meta_node);
         if (!made) return fs_error(path, made.error());
         created.push_back(path);
     } else {
@@ -165,7 +171,7 @@ Result<std::string> make_dir(Context& ctx) {
             if (existing && !is_dir(*existing)) return fs_error(dir, Error{-ENOTDIR, ""});
             if (existing) continue;
             if (existing.error().code != -ENOENT) return fs_error(dir, existing.error());
-            auto made = (*fs)->mkdir(dir, 0755);
+            auto made = (*fs)->mkdir(dir, 0755, dir == path ? meta_node : 0);
             if (!made && made.error().code != -EEXIST) return fs_error(dir, made.error());
             if (made) created.push_back(dir);
         }

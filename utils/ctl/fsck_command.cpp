@@ -4,7 +4,12 @@
 //   orphan chunks    a chunk file whose entry does not exist, or whose
 //                    file's layout does not name that target;
 //   dangling entries a directory entry whose inode does not answer, or a
-//                    file whose layout names a target not in the map.
+//                    file whose layout names a target not in the map;
+//   orphan dirs      a directory of one metadata server meant to be named
+//                    by an entry on another (LIST_DETACHED) that no entry
+//                    names (ENTRY_CHECK asks again after the walk).
+// A crash in the middle of a mkdir or rmdir across servers leaves such a
+// directory for a moment: its server settles it within seconds.
 // A file unlinked while open keeps its chunks until its last close: its
 // inode still answers GETATTR, so its chunks are not orphans. Files with no
 // data have no chunk files, which is no problem either. An entry that
@@ -18,6 +23,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,7 +52,7 @@ using IdMap = std::unordered_map<pfs_entry_id, V, IdHash, IdEqual>;
 using IdSet = std::unordered_set<pfs_entry_id, IdHash, IdEqual>;
 
 struct Problem {
-    std::string kind;  // "orphan_chunk" or "dangling_entry"
+    std::string kind;  // "orphan_chunk", "dangling_entry" or "orphan_directory"
     pfs_entry_id id{};
     std::string path;        // dangling entries
     uint32_t target_id = 0;  // orphan chunks
@@ -70,6 +76,7 @@ public:
     }
 
     Status walk();
+    Status check_detached();
     Status check_chunks();
 
     std::vector<Problem> problems;
@@ -97,13 +104,15 @@ private:
     std::unordered_set<uint32_t> in_map_;
     IdMap<std::vector<uint32_t>> layouts_;  // every file found: its targets
     IdSet not_files_;                       // directories, symlinks, ...
+    IdSet dirs_seen_;                       // every directory the walk reached
     std::vector<std::pair<Problem, bool>> suspects_;  // dangling entries, unless they just changed
 };
 
 Status Fsck::walk() {
     auto root = fs_.root();
     if (!root) return unchecked("the root directory", root.error());
-    IdSet seen{*root};
+    IdSet& seen = dirs_seen_;
+    seen.insert(*root);
     std::vector<Dir> level{{*root, "/"}};
     while (!level.empty()) {
         std::vector<pfs_entry_id> ids;
@@ -139,6 +148,35 @@ Status Fsck::walk() {
         level = std::move(next);
     }
     return confirm_dangling();
+}
+
+Status Fsck::check_detached() {
+    // Unreached directories by the server their entry should be on.
+    std::map<uint32_t, std::vector<pfs_detached_dir>> unreached;
+    for (const auto& node : fs_.meta_nodes()) {
+        auto dirs = fs_.detached_dirs(node.node_id);
+        if (!dirs) return unchecked("cannot list the directories of metadata node " + std::to_string(node.node_id),
+                                    dirs.error());
+        for (const auto& d : *dirs)
+            if (!dirs_seen_.count(d.id)) unreached[d.parent.owner_node].push_back(d);
+    }
+    for (const auto& [owner, dirs] : unreached) {
+        std::vector<pfs_entry_id> ids;
+        for (const auto& d : dirs) ids.push_back(d.id);
+        auto states = fs_.entry_states(owner, ids);
+        if (!states && !is_gone(states.error()))
+            return unchecked("cannot ask metadata node " + std::to_string(owner) + " about its entries", states.error());
+        for (size_t i = 0; i < dirs.size(); ++i) {
+            uint8_t state = states ? (*states)[i] : uint8_t{PFS_ENTRY_ABSENT};
+            if (state == PFS_ENTRY_PRESENT) continue;  // made since the walk
+            std::string reason = state == PFS_ENTRY_PENDING ? "an operation on it is under way"
+                                 : dirs[i].state == PFS_DETACHED_CONFIRMED
+                                     ? "no entry names it"
+                                     : "left half made or half removed; its server settles it";
+            problems.push_back(Problem{"orphan_directory", dirs[i].id, "", 0, 0, std::move(reason)});
+        }
+    }
+    return ok_status();
 }
 
 Status Fsck::confirm_dangling() {
@@ -285,6 +323,9 @@ std::string render(const Fsck& f, const Snapshot& snap, size_t targets, bool as_
         if (p.kind == "orphan_chunk")
             out += "orphan chunk: " + entry_id_string(p.id) + " on " + target_label(snap, p.target_id) + " (" +
                    std::to_string(p.size) + " bytes): " + p.reason + "\n";
+        else if (p.kind == "orphan_directory")
+            out += "orphan directory: " + entry_id_string(p.id) + " on metadata node " +
+                   std::to_string(p.id.owner_node) + ": " + p.reason + "\n";
         else
             out += "dangling entry: " + p.path + " (" + entry_id_string(p.id) + "): " + p.reason + "\n";
     }
@@ -303,6 +344,7 @@ Result<std::string> fsck(Context& ctx) {
     if (!fs) return Error{kFsckUnchecked, fs.error().message};
     Fsck check(**fs, *snap);
     if (auto st = check.walk(); !st) return st.error();
+    if (auto st = check.check_detached(); !st) return st.error();
     if (auto st = check.check_chunks(); !st) return st.error();
     if (!check.problems.empty()) ctx.exit_status = kFsckProblems;
     return render(check, *snap, (*fs)->targets().size(), ctx.json);

@@ -37,6 +37,8 @@ void declare_options(Options& options) {
         ("space", po::bool_switch(), "target list: add capacity and capacity pool")
         ("id", po::value<std::string>()->value_name("N"), "pool create: the id for the new pool")
         ("parents,p", po::bool_switch(), "mkdir: create missing parents; no error if the directory exists")
+        ("meta-node", po::value<std::string>()->value_name("N"),
+         "mkdir: the metadata server (node id) that is to own the new directory")
         ("long,l", po::bool_switch(), "ls: with mode, links, owner, size and time")
         ("recursive,r", po::bool_switch(), "rm, cp: whole directory trees")
         ("chunk-size", po::value<std::string>()->value_name("SIZE"),
