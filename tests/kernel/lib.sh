@@ -155,12 +155,13 @@ pfs_online_targets() {
 
 pfs_all_online() { [ "$(pfs_online_targets)" -eq "$1" ]; }
 
-# start_cluster [N_STORAGE] [TARGETS_PER_STORAGE]: pfs-mgmtd, one pfs-meta and
-# N_STORAGE pfs-storage servers on loopback, configured through config files
-# under PFS_CLUSTER_DIR/etc, targets on the scratch disk; returns once every
-# target is ONLINE and pfs-meta serves the namespace.
+# start_cluster [N_STORAGE] [TARGETS_PER_STORAGE] [N_META]: pfs-mgmtd,
+# N_META pfs-meta (default 1) and N_STORAGE pfs-storage servers on loopback,
+# configured through config files under PFS_CLUSTER_DIR/etc, targets on the
+# scratch disk; returns once every target is ONLINE and pfs-meta serves the
+# namespace (every metadata server ONLINE too).
 start_cluster() {
-	local nstor=${1:-2} ntgt=${2:-2} d=$PFS_CLUSTER_DIR n t targets
+	local nstor=${1:-2} ntgt=${2:-2} nmeta=${3:-1} d=$PFS_CLUSTER_DIR n t targets
 	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
 	mkdir -p "$d/etc" "$d/log" "$d/run"
 	(umask 077 && head -c 32 /dev/urandom | base64 > "$PFS_SECRET")
@@ -174,15 +175,17 @@ start_cluster() {
 		auth-file = $PFS_SECRET
 		mgmtd = $PFS_MGMTD
 	CONF
-	cat > "$d/etc/meta1.conf" <<-CONF
-		auth-file = $PFS_SECRET
-		mgmtd = $PFS_MGMTD
-		listen = 127.0.0.1
-		port = 8005
-		alias = meta1
-		state-dir = $d/meta1
-		heartbeat-ms = 1000
-	CONF
+	for n in $(seq "$nmeta"); do
+		cat > "$d/etc/meta$n.conf" <<-CONF
+			auth-file = $PFS_SECRET
+			mgmtd = $PFS_MGMTD
+			listen = 127.0.0.1
+			port = $((8005 + 10 * (n - 1)))
+			alias = meta$n
+			state-dir = $d/meta$n
+			heartbeat-ms = 1000
+		CONF
+	done
 	for n in $(seq "$nstor"); do
 		targets=
 		for t in $(seq "$ntgt"); do
@@ -204,11 +207,19 @@ start_cluster() {
 	pfs_start_daemon mgmtd server/mgmtd/pfs-mgmtd
 	wait_until "pfs-mgmtd answering" eval 'pfs_ctl node list > /dev/null 2>&1'
 	pfs_start_daemon meta1 server/meta/pfs-meta
+	# The first registered holds the root: the others start after it.
+	[ "$nmeta" -eq 1 ] || wait_until "meta1 registered" eval \
+		'pfs_ctl node list --type meta 2> /dev/null | grep -q meta1'
+	for n in $(seq 2 "$nmeta"); do
+		pfs_start_daemon "meta$n" server/meta/pfs-meta
+	done
 	for n in $(seq "$nstor"); do
 		pfs_start_daemon "storage$n" server/storage/pfs-storage
 	done
 	wait_until "$((nstor * ntgt)) targets ONLINE" pfs_all_online $((nstor * ntgt))
 	wait_until "pfs-meta serving the namespace" eval 'pfs_ctl stat / > /dev/null 2>&1'
+	[ "$nmeta" -eq 1 ] || wait_until "$nmeta metadata servers ONLINE" eval \
+		'[ "$(pfs_ctl node list --type meta --json 2> /dev/null | grep -c "\"ONLINE\"")" -eq '"$nmeta"' ]'
 }
 
 # Stops every daemon with SIGTERM, all at once (SIGKILL after PFS_WAIT).

@@ -1,0 +1,97 @@
+#!/bin/bash
+# Guest test (run-guest.sh): pfs.ko over two metadata servers. New
+# directories spread over both; the kernel client sends each request to the
+# owner of the directory or inode it concerns: files written and read in
+# directories of either server (and through libpfs), listings, rmdir of a
+# directory on the other server (ENOTEMPTY first), a directory moved
+# between servers by mv (rename says EXDEV, mv copies), pfs-ctl mkdir
+# --meta-node, fsck clean, and no kernel complaint.
+# guest-timeout: 300
+. "$(dirname "$0")/lib.sh"
+
+MNT=/mnt/pfs
+
+# The metadata node owning PATH (relative to the mount).
+owner_of() {
+	pfs_ctl --json stat "/$1" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["entry_id"]["owner_node"])'
+}
+
+step "start 2 metadata servers and 1 storage server with 2 targets, load and mount"
+start_cluster 1 2 2
+load_module
+mark=$(dmesg_mark)
+mount_pfs "$MNT"
+
+step "directories spread over both metadata servers"
+for i in 1 2 3 4; do
+	mkdir "$MNT/d$i"
+done
+owners=$(for i in 1 2 3 4; do owner_of "d$i"; done | sort -u | wc -l)
+[ "$owners" -eq 2 ] || fail "4 directories on $owners metadata server(s), expected both"
+
+step "files in each directory, read back through the mount and libpfs"
+for i in 1 2 3 4; do
+	head -c $((100000 * i + 7)) /dev/urandom > "/tmp/ref$i"
+	cp "/tmp/ref$i" "$MNT/d$i/f"
+	mkdir "$MNT/d$i/sub"
+	echo "nested $i" > "$MNT/d$i/sub/g"
+done
+sync
+echo 3 > /proc/sys/vm/drop_caches
+for i in 1 2 3 4; do
+	cmp "$MNT/d$i/f" "/tmp/ref$i" || fail "d$i/f differs"
+	pfs_ctl cat "/d$i/f" | cmp - "/tmp/ref$i" || fail "d$i/f differs through libpfs"
+	[ "$(cat "$MNT/d$i/sub/g")" = "nested $i" ] || fail "d$i/sub/g differs"
+	[ "$(ls "$MNT/d$i" | tr '\n' ' ')" = "f sub " ] || fail "d$i lists $(ls "$MNT/d$i")"
+	[ "$(owner_of "d$i/f")" = "$(owner_of "d$i")" ] || fail "d$i/f is not with its directory"
+done
+
+step "rmdir of a directory on the other server"
+other=""
+root_owner=$(owner_of "")
+for i in 1 2 3 4; do
+	[ "$(owner_of "d$i")" != "$root_owner" ] && other=d$i
+done
+[ -n "$other" ] || fail "no directory on the second metadata server"
+if rmdir "$MNT/$other" 2> /tmp/err; then fail "rmdir of a non-empty $other succeeded"; fi
+grep -q "not empty" /tmp/err || fail "rmdir $other: $(cat /tmp/err)"
+rm -r "$MNT/$other/sub" "$MNT/$other/f"
+rmdir "$MNT/$other"
+[ ! -e "$MNT/$other" ] || fail "$other still there after rmdir"
+
+step "a directory moved between metadata servers (mv copies on EXDEV)"
+pfs_ctl mkdir --meta-node "$root_owner" /here
+mkdir "$MNT/here/tree"
+cp /tmp/ref1 "$MNT/here/tree/f"
+target=""
+for i in 1 2 3 4; do
+	[ -d "$MNT/d$i" ] && [ "$(owner_of "d$i")" != "$root_owner" ] && target=d$i
+done
+if [ -z "$target" ]; then
+	mkdir "$MNT/other"
+	target=other
+	[ "$(owner_of other)" != "$root_owner" ] || fail "the placement did not alternate"
+fi
+python3 - "$MNT/here/tree" "$MNT/$target/tree" <<'PY'
+import errno, os, sys
+try:
+    os.rename(sys.argv[1], sys.argv[2])
+except OSError as e:
+    assert e.errno == errno.EXDEV, e
+else:
+    raise SystemExit("rename between metadata servers did not say EXDEV")
+PY
+mv "$MNT/here/tree" "$MNT/$target/"
+cmp "$MNT/$target/tree/f" /tmp/ref1 || fail "moved file differs"
+[ ! -e "$MNT/here/tree" ] || fail "mv left the source"
+
+step "fsck is clean"
+pfs_ctl fsck --readonly || fail "fsck found problems"
+
+step "unmount and unload"
+umount_pfs "$MNT"
+check_dmesg_clean "$mark"
+unload_module
+stop_cluster
+step "passed"
