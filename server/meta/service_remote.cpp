@@ -152,11 +152,19 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     switch (m->phase) {
     case PFS_RMDIR_PREPARE: st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING); break;
     case PFS_RMDIR_ABORT: st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED); break;
-    default:
-        st = ns_->remove_detached(m->id);
-        // Settled away already: done all the same.
-        if (!st && st.error().code == -ESTALE) st = ok_status();
+    default: {
+        // Only a prepared removal: an entry still names anything else.
+        auto state = ns_->detached_state(m->id);
+        if (!state) {
+            // Settled away already: done all the same.
+            if (state.error().code != -ESTALE) st = state.error();
+        } else if (*state != PFS_DETACHED_REMOVING) {
+            st = Error{-EBUSY, "the directory's removal was not prepared"};
+        } else {
+            st = ns_->remove_detached(m->id);
+        }
         break;
+    }
     }
     if (!st) co_return Reply::from(st.error());
     const pfs_entry_id ids[] = {m->id};
