@@ -25,6 +25,18 @@ inline Status check_name(std::string_view name) {
     return ok_status();
 }
 
+// A directory made at `now`: its own entry and "." link to it.
+inline Attr new_dir_attr(const pfs_entry_id& id, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now) {
+    return Attr{.id = id,
+                .mode = S_IFDIR | mode,
+                .uid = uid,
+                .gid = gid,
+                .nlink = 2,
+                .atime = now,
+                .mtime = now,
+                .ctime = now};
+}
+
 inline Status check_time(const Timespec& t) {
     if (!valid_time(t)) return fail(-EINVAL, "nanoseconds out of range");
     return ok_status();

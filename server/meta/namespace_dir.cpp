@@ -57,18 +57,11 @@ Result<Outcome> Namespace::run(const MkdirOp& op) {
     if (op.mode & ~07777u) return fail(-EINVAL, "invalid directory mode");
     if (auto st = check_pattern(op.pattern); !st) return st.error();
     if ((*parent)->attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
-    Attr a{.id = op.id,
-           .mode = S_IFDIR | op.mode,
-           .uid = op.uid,
-           .gid = op.gid,
-           .nlink = 2,
-           .atime = op.now,
-           .mtime = op.now,
-           .ctime = op.now};
     DirBody body;
     body.parent = op.parent.ino;
     body.pattern = op.pattern;
-    Inode& node = add_inode(**parent, op.name, a, std::move(body));
+    Inode& node =
+        add_inode(**parent, op.name, new_dir_attr(op.id, op.mode, op.uid, op.gid, op.now), std::move(body));
     ++(*parent)->attr.nlink;
     return Outcome{.attr = attr_of(node)};
 }

@@ -105,14 +105,7 @@ Result<Outcome> Namespace::run(const DetachedMkdirOp& op) {
     if (op.mode & ~07777u) return fail(-EINVAL, "invalid directory mode");
     if (auto st = check_pattern(op.pattern); !st) return st.error();
     Inode& node = inodes_[op.id.ino];
-    node.attr = Attr{.id = op.id,
-                     .mode = S_IFDIR | op.mode,
-                     .uid = op.uid,
-                     .gid = op.gid,
-                     .nlink = 2,
-                     .atime = op.now,
-                     .mtime = op.now,
-                     .ctime = op.now};
+    node.attr = new_dir_attr(op.id, op.mode, op.uid, op.gid, op.now);
     DirBody body;
     body.parent = op.id.ino;
     body.pattern = op.pattern;
