@@ -182,9 +182,10 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     pending->done.expires_after(timeout);
     pending_[id] = pending;
     {
-        Frame request{make_header(type, 0, id), std::move(payload)};
-        request.header.client_id = client_id;
-        conn_->send(request);
+        pfs_header header = make_header(type, 0, id);
+        header.client_id = client_id;
+        // Moved, not copied: a chunk write's payload is its data.
+        conn_->send(header, {}, std::move(payload));
     }
 
     boost::system::error_code ec;

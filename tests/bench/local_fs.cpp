@@ -134,8 +134,9 @@ Figures run_local(const std::string& dir, const Workload& w) {
     // (c) metadata: one shared directory, then one per thread.
     fs::create_directories(dir + "/shared");
     auto name = [&](const std::string& d, int tid, int k) { return d + "/f" + std::to_string(tid) + "_" + std::to_string(k); };
-    const double n = double(w.threads) * w.meta_files_per_thread;
-    t = parallel(w.threads, [&](int tid) {
+    const int workers = w.meta_workers();
+    const double n = double(workers) * w.meta_files_per_thread;
+    t = parallel(workers, [&](int tid) {
         for (int k = 0; k < w.meta_files_per_thread; ++k) {
             int fd = ::open(name(dir + "/shared", tid, k).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
             check(fd >= 0, "create");
@@ -144,16 +145,16 @@ Figures run_local(const std::string& dir, const Workload& w) {
     });
     f.create_shared_s = n / t;
     maybe_drop_caches(w);
-    t = parallel(w.threads, [&](int tid) {
+    t = parallel(workers, [&](int tid) {
         struct stat st;
         for (int k = 0; k < w.meta_files_per_thread; ++k) check(::stat(name(dir + "/shared", tid, k).c_str(), &st) == 0, "stat");
     });
     f.stat_shared_s = n / t;
-    t = parallel(w.threads, [&](int tid) {
+    t = parallel(workers, [&](int tid) {
         for (int k = 0; k < w.meta_files_per_thread; ++k) check(::unlink(name(dir + "/shared", tid, k).c_str()) == 0, "unlink");
     });
     f.unlink_shared_s = n / t;
-    t = parallel(w.threads, [&](int tid) {
+    t = parallel(workers, [&](int tid) {
         auto d = dir + "/private" + std::to_string(tid);
         fs::create_directories(d);
         for (int k = 0; k < w.meta_files_per_thread; ++k) {

@@ -18,10 +18,16 @@ struct Figures {
 };
 
 struct Workload {
+    int meta_workers() const { return meta_threads > 0 ? meta_threads : threads; }
+
     int threads = 4;
     uint64_t seq_mib_per_thread = 64;
     int dl_files = 2000;            // 100 KiB each, two-level tree
     int meta_files_per_thread = 2000;
+    // Workers of the metadata workload (c), 0: as many as `threads`. A
+    // metadata server's throughput shows under many concurrent clients
+    // (as mdtest runs it), streams saturate with a few.
+    int meta_threads = 0;
     // Before each read or stat phase: sync and drop the kernel's page,
     // dentry and inode caches, so that phase reaches the file system (and,
     // for a network file system, its server) instead of the client's cache.

@@ -142,7 +142,7 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
     out["machine"] = machine();
     if (!note.empty()) out["note"] = note;
     out["workload"] = {{"workers", w.threads}, {"seq_mib_per_worker", w.seq_mib_per_thread},
-                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread},
+                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread}, {"meta_workers", w.meta_workers()},
                        {"drop_caches", w.drop_caches}};
     out["baseline"] = base.name;
     for (const auto& s : systems) out["systems"][s.name] = {{"dir", s.dir}, {"via", s.libpfs ? "libpfs" : "posix"}};
@@ -178,6 +178,8 @@ int main(int argc, char** argv) {
         ("seq-mib", po::value<uint64_t>()->default_value(64), "MiB each sequential stream writes and reads")
         ("dl-files", po::value<int>()->default_value(2000), "100 KiB files for the deep-learning read pattern")
         ("meta-files", po::value<int>()->default_value(2000), "files per worker for the metadata workload")
+        ("meta-threads", po::value<int>()->default_value(0),
+         "concurrent workers for the metadata workload (0: as many as --threads)")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
@@ -193,9 +195,11 @@ int main(int argc, char** argv) {
     w.seq_mib_per_thread = options.get<uint64_t>("seq-mib");
     w.dl_files = options.get<int>("dl-files");
     w.meta_files_per_thread = options.get<int>("meta-files");
+    w.meta_threads = options.get<int>("meta-threads");
     w.drop_caches = options.get<bool>("drop-caches");
     if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
         return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
+    if (w.meta_threads < 0 || w.meta_threads > 1024) return usage_error("--meta-threads must be 0..1024");
     if (w.drop_caches && geteuid() != 0) return usage_error("--drop-caches needs root");
 
     std::vector<System> systems;

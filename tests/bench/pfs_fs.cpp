@@ -119,9 +119,10 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     auto name = [](const std::string& d, int tid, int k) {
         return d + "/f" + std::to_string(tid) + "_" + std::to_string(k);
     };
-    const double n = double(w.threads) * w.meta_files_per_thread;
+    const int workers = w.meta_workers();
+    const double n = double(workers) * w.meta_files_per_thread;
     auto create_in = [&](std::function<std::string(int)> where) {
-        return parallel(w.threads, [&, where](int tid) -> awaitable<Result<Unit>> {
+        return parallel(workers, [&, where](int tid) -> awaitable<Result<Unit>> {
             for (int k = 0; k < w.meta_files_per_thread; ++k) {
                 auto file = co_await fs.open(name(where(tid), tid, k), O_CREAT | O_EXCL | O_WRONLY);
                 if (!file) co_return file.error();
@@ -134,19 +135,19 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     if (!t) co_return t.error();
     f.create_shared_s = n / *t;
     if (auto st = cold_caches(w); !st) co_return st.error();
-    t = co_await parallel(w.threads, [&](int tid) -> awaitable<Result<Unit>> {
+    t = co_await parallel(workers, [&](int tid) -> awaitable<Result<Unit>> {
         for (int k = 0; k < w.meta_files_per_thread; ++k) TRY(fs.stat(name(dir + "/shared", tid, k)));
         co_return Unit{};
     });
     if (!t) co_return t.error();
     f.stat_shared_s = n / *t;
-    t = co_await parallel(w.threads, [&](int tid) -> awaitable<Result<Unit>> {
+    t = co_await parallel(workers, [&](int tid) -> awaitable<Result<Unit>> {
         for (int k = 0; k < w.meta_files_per_thread; ++k) TRY(fs.unlink(name(dir + "/shared", tid, k)));
         co_return Unit{};
     });
     if (!t) co_return t.error();
     f.unlink_shared_s = n / *t;
-    for (int tid = 0; tid < w.threads; ++tid) TRY(fs.mkdir(dir + "/private" + std::to_string(tid)));
+    for (int tid = 0; tid < workers; ++tid) TRY(fs.mkdir(dir + "/private" + std::to_string(tid)));
     t = co_await create_in([&](int tid) { return dir + "/private" + std::to_string(tid); });
     if (!t) co_return t.error();
     f.create_private_s = n / *t;

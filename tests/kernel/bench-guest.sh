@@ -45,7 +45,9 @@ trap cleanup EXIT
 
 if has pfs; then
 	step "PFS: mgmtd, meta, 2 storage servers x 2 targets on $PFS_SCRATCH; pfs.ko on /mnt/pfs"
-	start_cluster 2 2
+	# Chunk files bypass the servers' page cache (direct-io), as for make
+	# bench: data sets larger than memory, and no second copy under TCG.
+	PFS_STORAGE_DIRECT_IO=true start_cluster 2 2
 	load_module
 	mount_pfs /mnt/pfs
 fi

@@ -159,7 +159,8 @@ pfs_all_online() { [ "$(pfs_online_targets)" -eq "$1" ]; }
 # N_META pfs-meta (default 1) and N_STORAGE pfs-storage servers on loopback,
 # configured through config files under PFS_CLUSTER_DIR/etc, targets on the
 # scratch disk; returns once every target is ONLINE and pfs-meta serves the
-# namespace (every metadata server ONLINE too).
+# namespace (every metadata server ONLINE too). PFS_STORAGE_DIRECT_IO=true:
+# O_DIRECT chunk files.
 start_cluster() {
 	local nstor=${1:-2} ntgt=${2:-2} nmeta=${3:-1} d=$PFS_CLUSTER_DIR n t targets
 	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
@@ -201,6 +202,7 @@ start_cluster() {
 			state-dir = $d/storage$n
 			targets = $targets
 			heartbeat-ms = 1000
+			direct-io = ${PFS_STORAGE_DIRECT_IO:-false}
 		CONF
 	done
 
