@@ -84,13 +84,11 @@ awaitable<Status> Cluster::refresh() {
     });
     if (!st) co_return st;
 
-    std::map<uint32_t, Endpoint> endpoints, meta;
+    std::map<uint32_t, Endpoint> endpoints;
     std::vector<pfs_node_info> meta_info;
     for (const auto& n : nodes) {
         endpoints[n.node_id] = Endpoint{n.host, n.port};
-        if (n.node_type != PFS_NODE_META) continue;
-        meta[n.node_id] = endpoints[n.node_id];
-        meta_info.push_back(n);
+        if (n.node_type == PFS_NODE_META) meta_info.push_back(n);
     }
     std::sort(meta_info.begin(), meta_info.end(),
               [](const pfs_node_info& a, const pfs_node_info& b) { return a.node_id < b.node_id; });
@@ -114,7 +112,6 @@ awaitable<Status> Cluster::refresh() {
         }
     }
     routes_ = std::move(routes);
-    meta_nodes_ = std::move(meta);
     meta_info_ = std::move(meta_info);
     targets_ = std::move(targets);
     ++refreshes_;
@@ -154,17 +151,18 @@ void Cluster::deliver(const Frame& frame) {
 }
 
 Result<uint32_t> Cluster::root_meta() const {
-    if (meta_nodes_.empty()) return Error{-EHOSTUNREACH, "no metadata server is registered"};
-    return meta_nodes_.begin()->first;
+    if (meta_info_.empty()) return Error{-EHOSTUNREACH, "no metadata server is registered"};
+    return meta_info_.front().node_id;  // sorted by id
 }
 
 awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
                                                uint64_t client_id) {
     if (!payload) co_return payload.error();
-    auto it = meta_nodes_.find(meta_node);
-    if (it == meta_nodes_.end())
+    auto it = std::find_if(meta_info_.begin(), meta_info_.end(),
+                           [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
+    if (it == meta_info_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
-    auto client = pool_for(meta_node, it->second).pick();
+    auto client = pool_for(meta_node, Endpoint{it->host, it->port}).pick();
     auto reply = co_await client->call(type, std::move(*payload), {}, client_id);
     if (!reply) co_return reply.error();
     if (reply->status != PFS_OK) co_return reply_error(*reply);

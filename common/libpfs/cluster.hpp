@@ -69,9 +69,8 @@ private:
     void deliver(const Frame& frame);
 
     std::map<uint32_t, TargetRoute> routes_;
-    std::map<uint32_t, Endpoint> meta_nodes_;
     std::vector<pfs_target_info> targets_;
-    std::vector<pfs_node_info> meta_info_;
+    std::vector<pfs_node_info> meta_info_;  // metadata servers, by node id
     std::function<void()> on_refresh_;
     std::vector<std::function<void()>> on_close_;
     std::map<uint64_t, NoticeFn> notices_;

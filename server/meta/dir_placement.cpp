@@ -2,15 +2,14 @@
 
 #include <algorithm>
 
+#include "capacity.hpp"
+
 namespace pfs::meta {
 namespace {
 
-// 0 normal, 1 low (under 10% free), 2 emergency (under 2% free, or full).
-int space_class(const pfs_capacity& cap) {
-    if (cap.bytes_total == 0) return 0;  // not reported yet
-    double free = static_cast<double>(cap.bytes_free) / static_cast<double>(cap.bytes_total);
-    return free < 0.02 ? 2 : free < 0.10 ? 1 : 0;
-}
+// Free space of a metadata server's state directory: under 10% low, under
+// 2% emergency (used last).
+constexpr double kLowPct = 10, kEmergencyPct = 2;
 
 }  // namespace
 
@@ -22,9 +21,10 @@ Result<DirPlacement::Policy> DirPlacement::parse(std::string_view name) {
 
 uint32_t DirPlacement::choose(uint32_t self, std::span<const pfs_node_info> meta_nodes) {
     if (policy_ == Policy::local) return self;
-    std::vector<uint32_t> by_class[3];
+    std::vector<uint32_t> by_class[PFS_CAP_EMERGENCY + 1];
     for (const auto& n : meta_nodes)
-        if (n.reachability == PFS_REACH_ONLINE) by_class[space_class(n.cap)].push_back(n.node_id);
+        if (n.reachability == PFS_REACH_ONLINE)
+            by_class[capacity_class(n.cap.bytes_free, n.cap.bytes_total, kLowPct, kEmergencyPct)].push_back(n.node_id);
     for (auto& ids : by_class) {
         if (ids.empty()) continue;
         std::sort(ids.begin(), ids.end());

@@ -274,9 +274,7 @@ Result<Namespace::NewDir> Namespace::plan_dir(const pfs_entry_id& dir, std::stri
     auto d = find_dir(dir);
     if (!d) return d.error();
     const Inode& parent = **d;
-    if (auto st = check_name(name); !st) return st.error();
-    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
-    if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
+    if (auto st = check_new_entry(parent, name); !st) return st.error();
     // A set-group-ID directory hands its group, and the bit, down.
     bool sgid = parent.attr.mode & S_ISGID;
     return NewDir{.mode = (mode & 07777) | (sgid ? S_ISGID : 0),

@@ -214,7 +214,6 @@ private:
     // A name's inode when the entry is local, nullptr when it names a
     // directory of another server.
     Result<Inode*> entry_inode(const Directory::Slot& slot);
-    void count_remote(const pfs_entry_id& id, int delta);
 
     Status check_new_id(const pfs_entry_id& id) const;
 
@@ -250,7 +249,7 @@ private:
     InodeMap inodes_;
     std::set<uint64_t> orphans_;
     std::set<uint64_t> detached_;                 // detached directories
-    std::map<EntryKey, uint32_t> remote_entries_;  // entries naming other servers' directories
+    std::set<EntryKey> remote_entries_;  // other servers' directories an entry here names (once each)
     Counts counts_;
     std::function<void(const Op&)> observer_;
 };

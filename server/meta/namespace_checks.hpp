@@ -25,6 +25,16 @@ inline Status check_name(std::string_view name) {
     return ok_status();
 }
 
+// A name for a new entry in parent (a directory): valid, and not taken.
+inline Status check_new_entry(const Inode& parent, std::string_view name) {
+    if (auto st = check_name(name); !st) return st;
+    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
+    return ok_status();
+}
+
+inline void touch_dir(Inode& dir, Timespec now) { dir.attr.mtime = dir.attr.ctime = now; }
+
 // A directory made at `now`: its own entry and "." link to it.
 inline Attr new_dir_attr(const pfs_entry_id& id, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now) {
     return Attr{.id = id,

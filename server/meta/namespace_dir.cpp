@@ -10,16 +10,6 @@ namespace pfs::meta {
 
 namespace {
 
-// A name for a new entry in parent: valid, and not taken.
-Status check_new_entry(const Inode& parent, std::string_view name) {
-    if (auto st = check_name(name); !st) return st;
-    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
-    if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
-    return ok_status();
-}
-
-void touch_dir(Inode& dir, Timespec now) { dir.attr.mtime = dir.attr.ctime = now; }
-
 // A directory's ".." moves from one parent to the other.
 void move_dir(Inode& node, Inode& from, Inode& to) {
     --from.attr.nlink;
@@ -137,7 +127,7 @@ Result<Outcome> Namespace::run(const RmdirOp& op) {
     if (!is_local(slot->id)) {
         // Its owner has checked it is empty and keeps it so.
         Outcome out{.attr = Attr{.id = slot->id, .mode = S_IFDIR, .ctime = op.now}};
-        count_remote(slot->id, -1);
+        remote_entries_.erase(EntryKey::of(slot->id));
         (*parent)->dir().entries->erase(op.name);
         --(*parent)->attr.nlink;
         touch_dir(**parent, op.now);

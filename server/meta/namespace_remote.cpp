@@ -17,15 +17,6 @@ bool Namespace::names(const pfs_entry_id& remote_dir) const {
     return remote_entries_.contains(EntryKey::of(remote_dir));
 }
 
-void Namespace::count_remote(const pfs_entry_id& id, int delta) {
-    auto key = EntryKey::of(id);
-    if (delta > 0) {
-        ++remote_entries_[key];
-    } else if (auto it = remote_entries_.find(key); it != remote_entries_.end() && --it->second == 0) {
-        remote_entries_.erase(it);
-    }
-}
-
 std::vector<DetachedDir> Namespace::detached(uint64_t after, size_t max) const {
     std::vector<DetachedDir> out;
     for (auto it = detached_.upper_bound(after); it != detached_.end() && out.size() < max; ++it) {
@@ -145,17 +136,15 @@ Result<Outcome> Namespace::run(const RemoteEntryOp& op) {
     auto parent = find_dir(op.parent);
     if (!parent) return parent.error();
     Inode& p = **parent;
-    if (auto st = check_name(op.name); !st) return st.error();
-    if (!p.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
-    if (is_dot(op.name) || p.dir().entries->find(op.name)) return fail(-EEXIST, quoted(op.name) + " exists");
+    if (auto st = check_new_entry(p, op.name); !st) return st.error();
     if (is_local(op.id) || op.id.ino == 0 || op.id.generation == 0)
         return fail(-EINVAL, "a remote entry names another server's directory");
     if (names(op.id)) return fail(-EEXIST, "an entry names that directory already");
     if (p.attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
     p.dir().entries->insert(op.name, op.id, DT_DIR);
     ++p.attr.nlink;
-    p.attr.mtime = p.attr.ctime = op.now;
-    count_remote(op.id, +1);
+    touch_dir(p, op.now);
+    remote_entries_.insert(EntryKey::of(op.id));
     return Outcome{.attr = Attr{.id = op.id, .mode = S_IFDIR, .nlink = 2, .ctime = op.now}};
 }
 

@@ -327,7 +327,7 @@ Status Namespace::verify() {
                     st = damaged("directory " + std::to_string(ino) + " has a bad remote entry");
                     return false;
                 }
-                count_remote(s.id, +1);
+                remote_entries_.insert(EntryKey::of(s.id));
                 ++subdirs[ino];
                 return true;
             }

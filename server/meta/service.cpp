@@ -11,8 +11,6 @@
 namespace pfs::meta {
 namespace {
 
-Timespec now() { return wall_clock_now(); }
-
 Result<Reply> ok_empty(const Status& st) {
     if (!st) return st.error();
     return Reply::ok();

@@ -49,8 +49,6 @@ public:
     // by asking their parents' owners, every `period`; runs until the
     // executor stops.
     awaitable<void> settle_detached(std::chrono::milliseconds period);
-    // One round of that; the number of directories still unsettled.
-    awaitable<size_t> settle_detached_once();
 
 private:
     using Method = awaitable<Reply> (Service::*)(Request&);
@@ -96,6 +94,8 @@ private:
                                        const pfs_entry_id& id);
     // The attributes of an entry that names another server's directory.
     awaitable<Reply> remote_attr(const pfs_entry_id& id);
+    // One round of settle_detached.
+    awaitable<void> settle_detached_once();
 
     // Opens made and closed on behalf of a client's session (client 0: none).
     Status open_for(uint64_t client, const pfs_entry_id& id);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "rpc_server.hpp"
+#include "wire_convert.hpp"
 
 namespace pfs::meta {
 
@@ -11,6 +12,9 @@ template <class M>
 Result<M> body(const Request& req, int (*xfer)(pfs_xdr*, M*)) {
     return decode(req.frame.payload, xfer);
 }
+
+// The time a change made now is stamped with.
+inline Timespec now() { return wall_clock_now(); }
 
 inline Reply malformed(uint16_t type) {
     return Reply::fail(PFS_E_PROTO, std::string("malformed ") + pfs_msg_name(type));

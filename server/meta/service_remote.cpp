@@ -21,14 +21,13 @@
 #include <chrono>
 
 #include "log.hpp"
+#include "meta_admin.hpp"
 #include "service.hpp"
 #include "service_helpers.hpp"
 #include "wire_convert.hpp"
 
 namespace pfs::meta {
 namespace {
-
-Timespec now() { return wall_clock_now(); }
 
 // Holds a count up for as long as it lives.
 class Counted {
@@ -202,49 +201,38 @@ awaitable<Reply> Service::on_list_detached(Request& req) {
     co_return Reply::ok(*encode(pfs_x_detached_page, page));
 }
 
-awaitable<size_t> Service::settle_detached_once() {
+awaitable<void> Service::settle_detached_once() {
+    auto unsettled = ns_->unsettled();
+    if (unsettled.empty()) co_return;
     std::map<uint32_t, std::vector<DetachedDir>> by_owner;
-    for (auto& d : ns_->unsettled()) by_owner[d.remote.dir.owner_node].push_back(d);
-    size_t left = 0;
+    for (auto& d : unsettled) by_owner[d.remote.dir.owner_node].push_back(d);
     for (auto& [owner, dirs] : by_owner) {
-        for (size_t first = 0; first < dirs.size(); first += PFS_ENTRY_CHECK_MAX) {
-            pfs_entry_check check{};
-            for (size_t i = first; i < dirs.size() && check.count < PFS_ENTRY_CHECK_MAX; ++i)
-                check.ids[check.count++] = dirs[i].id;
-            auto body = co_await cluster_.call_meta_ok(owner, PFS_MSG_ENTRY_CHECK, encode(pfs_x_entry_check, check));
-            auto states = body ? decode(*body, pfs_x_entry_states) : Result<pfs_entry_states>(body.error());
-            if (!states || states->count != check.count) {
-                left += check.count;
-                continue;
-            }
-            for (uint32_t i = 0; i < check.count; ++i) {
-                const auto& id = check.ids[i];
-                // Changed while the question was out (a removal prepared,
-                // say): the answer is about what was, ask again later.
-                auto state = ns_->detached_state(id);
-                if (!state || *state != dirs[first + i].remote.state) continue;
-                Status st = ok_status();
-                if (states->states[i] == PFS_ENTRY_PRESENT)
-                    st = ns_->set_detached_state(id, PFS_DETACHED_CONFIRMED);
-                else if (states->states[i] == PFS_ENTRY_ABSENT)
-                    st = ns_->remove_detached(id);
-                else
-                    ++left;
-                if (!st && st.error().code != -ESTALE) {
-                    log::error("detached directory not settled", {{"ino", id.ino}, {"error", st.error().message}});
-                    ++left;
-                }
-            }
+        std::vector<pfs_entry_id> ids;
+        for (const auto& d : dirs) ids.push_back(d.id);
+        auto states = co_await client::entry_states(cluster_, owner, ids);
+        if (!states) continue;  // asked again next round
+        for (size_t i = 0; i < dirs.size(); ++i) {
+            const auto& id = dirs[i].id;
+            // Changed while the question was out (a removal prepared,
+            // say): the answer is about what was, ask again later.
+            auto state = ns_->detached_state(id);
+            if (!state || *state != dirs[i].remote.state) continue;
+            Status st = ok_status();
+            if ((*states)[i] == PFS_ENTRY_PRESENT)
+                st = ns_->set_detached_state(id, PFS_DETACHED_CONFIRMED);
+            else if ((*states)[i] == PFS_ENTRY_ABSENT)
+                st = ns_->remove_detached(id);
+            if (!st && st.error().code != -ESTALE)
+                log::error("detached directory not settled", {{"ino", id.ino}, {"error", st.error().message}});
         }
     }
     if (auto st = co_await durable_(); !st) log::error("settled directories not durable", {{"error", st.error().message}});
-    co_return left;
 }
 
 awaitable<void> Service::settle_detached(std::chrono::milliseconds period) {
     asio::steady_timer timer(ex_);
     for (;;) {
-        if (!ns_->unsettled().empty()) co_await settle_detached_once();
+        co_await settle_detached_once();
         timer.expires_after(period);
         boost::system::error_code ec;
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));

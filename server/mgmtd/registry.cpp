@@ -36,14 +36,6 @@ uint64_t age_ms(Clock::time_point then, Clock::time_point now) {
 
 }  // namespace
 
-uint8_t capacity_class(uint64_t free, uint64_t total, double low_pct, double emergency_pct) {
-    if (total == 0) return PFS_CAP_NORMAL;  // nothing reported yet
-    double pct = 100.0 * static_cast<double>(free) / static_cast<double>(total);
-    if (pct < emergency_pct) return PFS_CAP_EMERGENCY;
-    if (pct < low_pct) return PFS_CAP_LOW;
-    return PFS_CAP_NORMAL;
-}
-
 Registry::Registry(std::filesystem::path state_file, Settings settings)
     : state_file_(std::move(state_file)), settings_(settings) {}
 

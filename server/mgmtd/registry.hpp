@@ -18,6 +18,8 @@ extern "C" {
 #include "pfs_proto.h"
 }
 
+#include "capacity.hpp"
+
 namespace pfs::mgmtd {
 
 using Clock = std::chrono::steady_clock;
@@ -56,8 +58,6 @@ struct Pool {
     uint32_t id = 0;
     std::string name;
 };
-
-uint8_t capacity_class(uint64_t free, uint64_t total, double low_pct, double emergency_pct);
 
 class Registry {
 public:
