@@ -307,6 +307,7 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 	struct dentry *res = NULL;
 	struct pfs_attr attr;
 	struct inode *inode;
+	bool opened = false;
 	int rc;
 
 	if (dentry->d_name.len >= PFS_NAME_MAX)
@@ -347,13 +348,18 @@ open_name:
 	}
 	if (rc)
 		goto out;
-	/* The server opened it if and only if it is a regular file. */
+	/*
+	 * The server opened it if and only if it is a regular file with its
+	 * layout: a file of another metadata server comes back only looked up
+	 * and is opened there by ->open.
+	 */
+	opened = S_ISREG(attr.mode) && layout->count;
 	inode = pfs_iget(dir->i_sb, &attr);
 	if (IS_ERR(inode)) {
 		rc = PTR_ERR(inode);
 		goto out_close;
 	}
-	if (S_ISREG(attr.mode)) {
+	if (opened) {
 		rc = pfs_inode_set_layout(inode, layout);
 		if (rc) {
 			iput(inode);
@@ -366,7 +372,7 @@ open_name:
 		rc = PTR_ERR(res);
 		goto out_close;
 	}
-	if (!S_ISREG(attr.mode)) {
+	if (!opened) {
 		rc = finish_no_open(file, res);
 		goto out;
 	}
@@ -374,7 +380,7 @@ open_name:
 	dput(res);
 	goto out;
 out_close:
-	if (S_ISREG(attr.mode))
+	if (opened)
 		pfs_close_later(dir->i_sb, &attr.id);
 out:
 	kfree(layout);

@@ -379,8 +379,8 @@ Result<OpenFile> FileSystem::opened(Result<Bytes> body) {
 }
 
 // OPEN_NAME looks a regular file up and opens it in one round trip; other
-// types come back only looked up and are opened by id, as are the root, "."
-// and "..".
+// types, and files of another metadata server (no layout: not opened), come
+// back only looked up and are opened by id, as are the root, "." and "..".
 awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32_t flags) {
     auto parent = co_await resolve_parent(path);
     if (!parent && parent.error().code != -EINVAL) co_return parent.error();
@@ -391,7 +391,7 @@ awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32
         if (!body) co_return body;
         auto found = decode_open(*body);
         if (!found) co_return found.error();
-        if ((found->attr.mode & S_IFMT) == S_IFREG) co_return body;
+        if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return body;
         co_return co_await meta(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}));
     }
     auto attr = co_await resolve(path);

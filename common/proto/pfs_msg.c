@@ -544,9 +544,26 @@ int pfs_x_detached_page(struct pfs_xdr *x, struct pfs_detached_page *m)
 	for (i = 0; i < m->count && !x->err; i++) {
 		pfs_x_entry_id(x, &m->dirs[i].id);
 		pfs_x_entry_id(x, &m->dirs[i].parent);
-		pfs_x_enum8(x, &m->dirs[i].state, PFS_DETACHED_REMOVING);
+		pfs_x_enum8(x, &m->dirs[i].state, PFS_DETACHED_MOVING);
 	}
 	return x->err;
+}
+
+int pfs_x_move(struct pfs_xdr *x, struct pfs_move *m)
+{
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_entry_id(x, &m->from);
+	pfs_x_entry_id(x, &m->to);
+	return pfs_x_lock_enum(x, &m->phase, PFS_MOVE_ABORT);
+}
+
+int pfs_x_remote_link(struct pfs_xdr *x, struct pfs_remote_link *m)
+{
+	pfs_x_entry_id(x, &m->dir);
+	pfs_x_str(x, m->name, sizeof(m->name));
+	pfs_x_entry_id(x, &m->id);
+	pfs_x_enum8(x, &m->type, 255);
+	return pfs_x_flags32(x, &m->flags, PFS_REMOTE_LINK_NOREPLACE);
 }
 
 int pfs_x_session(struct pfs_xdr *x, struct pfs_session *m)
@@ -778,6 +795,12 @@ const char *pfs_msg_name(__u16 type)
 		return "ENTRY_CHECK";
 	case PFS_MSG_LIST_DETACHED:
 		return "LIST_DETACHED";
+	case PFS_MSG_MOVE:
+		return "MOVE";
+	case PFS_MSG_REMOTE_LINK:
+		return "REMOTE_LINK";
+	case PFS_MSG_ENTRY_DROP:
+		return "ENTRY_DROP";
 	case PFS_MSG_CHUNK_WRITE:
 		return "CHUNK_WRITE";
 	case PFS_MSG_CHUNK_READ:

@@ -109,12 +109,23 @@ enum pfs_msg_type {
 	 * and commits its removal; the detached directory's owner asks the
 	 * parent's owner whether an entry still names it (ENTRY_CHECK), to
 	 * settle what a crash left half done; LIST_DETACHED is for fsck.
+	 * RENAME to a directory of another server moves the entry: the
+	 * source's server has the inode's owner record the move (MOVE
+	 * PREPARE), the target's server add the entry (REMOTE_LINK), drops
+	 * its own entry, then has the owner record the new place (MOVE
+	 * COMMIT). The owner settles a move a crash cut short by asking both
+	 * servers (ENTRY_CHECK) and, where both name it, has the source's
+	 * server drop its entry (ENTRY_DROP). RMDIR_DETACHED also removes a
+	 * file whose entry is on another server.
 	 */
 	PFS_MSG_MKDIR_ON = 227,		/* pfs_mkdir_on -> pfs_attr */
 	PFS_MSG_MKDIR_DETACHED = 228,	/* pfs_mkdir_detached -> pfs_attr */
 	PFS_MSG_RMDIR_DETACHED = 229,	/* pfs_rmdir_detached */
 	PFS_MSG_ENTRY_CHECK = 230,	/* pfs_entry_check -> pfs_entry_states */
 	PFS_MSG_LIST_DETACHED = 231,	/* pfs_list_detached -> pfs_detached_page */
+	PFS_MSG_MOVE = 232,		/* pfs_move */
+	PFS_MSG_REMOTE_LINK = 233,	/* pfs_remote_link */
+	PFS_MSG_ENTRY_DROP = 234,	/* pfs_entry_id */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -563,6 +574,31 @@ enum pfs_detached_state {
 	PFS_DETACHED_CONFIRMED = 0,
 	PFS_DETACHED_CREATED = 1,	/* made, its entry not yet confirmed */
 	PFS_DETACHED_REMOVING = 2,	/* removal prepared */
+	PFS_DETACHED_MOVING = 3,	/* its entry moves between directories */
+};
+
+enum pfs_move_phase {
+	PFS_MOVE_PREPARE = 1,	/* record the move from -> to */
+	PFS_MOVE_COMMIT = 2,	/* the entry is in to now */
+	PFS_MOVE_ABORT = 3,	/* the entry stays in from */
+};
+
+/* To an inode's owner: its entry moves from one directory to another. */
+struct pfs_move {
+	struct pfs_entry_id id;
+	struct pfs_entry_id from;	/* the directory naming it now */
+	struct pfs_entry_id to;		/* the directory it moves to */
+	__u8 phase;		/* enum pfs_move_phase */
+};
+
+#define PFS_REMOTE_LINK_NOREPLACE	1u
+/* To a directory's owner: an entry naming an inode moved in. */
+struct pfs_remote_link {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	struct pfs_entry_id id;
+	__u8 type;		/* DT_REG, DT_DIR or DT_LNK */
+	__u32 flags;		/* PFS_REMOTE_LINK_* */
 };
 
 struct pfs_detached_dir {
@@ -800,6 +836,8 @@ int pfs_x_entry_check(struct pfs_xdr *x, struct pfs_entry_check *m);
 int pfs_x_entry_states(struct pfs_xdr *x, struct pfs_entry_states *m);
 int pfs_x_list_detached(struct pfs_xdr *x, struct pfs_list_detached *m);
 int pfs_x_detached_page(struct pfs_xdr *x, struct pfs_detached_page *m);
+int pfs_x_move(struct pfs_xdr *x, struct pfs_move *m);
+int pfs_x_remote_link(struct pfs_xdr *x, struct pfs_remote_link *m);
 int pfs_x_xattr_req(struct pfs_xdr *x, struct pfs_xattr_req *m);
 int pfs_x_statfs(struct pfs_xdr *x, struct pfs_statfs *m);
 int pfs_x_lock_req(struct pfs_xdr *x, struct pfs_lock_req *m);

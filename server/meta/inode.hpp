@@ -73,13 +73,18 @@ struct FileBody {
     StripeLayout layout;
 };
 
-// A detached directory's link to the directory on another metadata server
-// whose entry names it. state: enum pfs_detached_state. A directory just
-// made (CREATED) or about to be removed (REMOVING) is settled by asking the
-// parent's owner whether its entry durably names it (ENTRY_CHECK).
+// An inode whose entry lives with another metadata server: the directory
+// there that names it. state: enum pfs_detached_state. A directory just
+// made (CREATED), an inode about to be removed (REMOVING) or one whose entry
+// moves (MOVING, from `from` to `dir`; either may be a directory here) is
+// settled by asking the directories' owners whether their entries durably
+// name it (ENTRY_CHECK).
 struct RemoteParent {
     pfs_entry_id dir{};
     uint8_t state = PFS_DETACHED_CREATED;
+    pfs_entry_id from{};  // MOVING only
+
+    bool moving() const { return state == PFS_DETACHED_MOVING; }
 };
 
 struct DirBody {
@@ -88,9 +93,6 @@ struct DirBody {
     std::unique_ptr<Directory> entries = std::make_unique<Directory>();
     uint64_t parent = kRootIno;  // for ".." and the rename loop check
     StripePattern pattern;
-    std::optional<RemoteParent> remote;  // set: detached, parent is unused
-
-    bool accepts_entries() const { return !remote || remote->state != PFS_DETACHED_REMOVING; }
 };
 
 struct SymlinkBody {
@@ -102,17 +104,24 @@ struct Inode {
     Xattrs xattrs;
     std::variant<FileBody, DirBody, SymlinkBody> body;
     uint32_t opens = 0;  // open handles; not persisted (sessions reopen)
+    // Set: named by an entry on another server (a directory's parent is then
+    // unused, a file has that one link), or moving there or back.
+    std::optional<RemoteParent> remote;
 
     bool is_file() const { return std::holds_alternative<FileBody>(body); }
     bool is_dir() const { return std::holds_alternative<DirBody>(body); }
     bool is_symlink() const { return std::holds_alternative<SymlinkBody>(body); }
     DirBody& dir() { return std::get<DirBody>(body); }
     const DirBody& dir() const { return std::get<DirBody>(body); }
+    // A directory being removed takes no new entries.
+    bool accepts_entries() const { return !remote || remote->state != PFS_DETACHED_REMOVING; }
     // DT_REG, DT_DIR or DT_LNK, as readdir reports it.
     uint8_t dtype() const;
 };
 
 // Regular files, directories and symlinks only; anything else is invalid.
 uint8_t dtype_of_mode(uint32_t mode);
+// The S_IFMT bits of a DT_ type (S_IFREG for anything unknown).
+uint32_t mode_of_dtype(uint8_t type);
 
 }  // namespace pfs::meta

@@ -30,6 +30,14 @@ uint8_t dtype_of_mode(uint32_t mode) {
     return DT_UNKNOWN;
 }
 
+uint32_t mode_of_dtype(uint8_t type) {
+    switch (type) {
+        case DT_DIR: return S_IFDIR;
+        case DT_LNK: return S_IFLNK;
+    }
+    return S_IFREG;
+}
+
 uint8_t Inode::dtype() const { return is_dir() ? DT_DIR : is_symlink() ? DT_LNK : DT_REG; }
 
 Namespace::Namespace(uint32_t owner_node, Timespec now) : owner_(owner_node) {
@@ -90,11 +98,17 @@ Attr Namespace::attr_of(const Inode& node) const {
 Namespace::Ancestry Namespace::ancestry(uint64_t ino, uint64_t ancestor) const {
     for (uint64_t cur = ino;;) {
         if (cur == ancestor) return Ancestry::yes;
-        const DirBody& d = inodes_.at(cur).dir();
+        const Inode& d = inodes_.at(cur);
         if (d.remote) return Ancestry::unknown;
         if (cur == kRootIno) return Ancestry::no;
-        cur = d.parent;
+        cur = d.dir().parent;
     }
+}
+
+pfs_entry_id Namespace::parent_of(const Inode& dir) const {
+    // A moving directory's parent is the one whose entry still counts.
+    if (dir.remote) return dir.remote->moving() ? dir.remote->from : dir.remote->dir;
+    return inodes_.at(dir.dir().parent).attr.id;
 }
 
 Result<Inode*> Namespace::entry_inode(const Directory::Slot& slot) {
@@ -124,10 +138,7 @@ Result<Directory::Slot> Namespace::resolve(const pfs_entry_id& dir, std::string_
     if (auto st = check_name(name); !st) return st.error();
     const DirBody& body = (*d)->dir();
     if (name == ".") return Directory::Slot{dir, DT_DIR, 1};
-    if (name == "..") {
-        if (body.remote) return Directory::Slot{body.remote->dir, DT_DIR, 2};
-        return Directory::Slot{inodes_.at(body.parent).attr.id, DT_DIR, 2};
-    }
+    if (name == "..") return Directory::Slot{parent_of(**d), DT_DIR, 2};
     const auto* slot = body.entries->find(name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(name));
     return *slot;
@@ -168,7 +179,7 @@ Result<DirPage> Namespace::readdir(const pfs_entry_id& dir, uint64_t cookie, uin
     if (cookie < 1) emit(".", (*d)->attr.id, DT_DIR, 1);
     if (cookie < 2) {
         if (page.entries.size() == max_entries) return page;
-        emit("..", body.remote ? body.remote->dir : inodes_.at(body.parent).attr.id, DT_DIR, 2);
+        emit("..", parent_of(**d), DT_DIR, 2);
     }
     page.eof = true;
     auto entry = [&](std::string_view name, const Directory::Slot& s) {

@@ -74,8 +74,8 @@ struct Counts {
     uint64_t orphans = 0;
 };
 
-// A directory of this server whose entry lives on another one.
-struct DetachedDir {
+// An inode of this server whose entry lives on another one (or moves).
+struct Detached {
     pfs_entry_id id{};
     RemoteParent remote;
 };
@@ -104,14 +104,16 @@ public:
     // The id a name in dir stands for, and its DT_ type; it may belong to
     // another server (a detached directory's ".." always does).
     Result<Directory::Slot> resolve(const pfs_entry_id& dir, std::string_view name) const;
-    // Whether an entry here names remote_dir, a directory of another server.
-    bool names(const pfs_entry_id& remote_dir) const;
-    // Detached directories with an ino above `after`, at most max, by ino.
-    std::vector<DetachedDir> detached(uint64_t after, size_t max) const;
-    // A detached directory's state (enum pfs_detached_state).
-    Result<uint8_t> detached_state(const pfs_entry_id& id) const;
-    // The detached directories still CREATED or REMOVING.
-    std::vector<DetachedDir> unsettled() const;
+    // Whether an entry here names `remote`, an inode of another server.
+    bool names(const pfs_entry_id& remote) const;
+    // The name of an entry in dir (here) that names id.
+    std::optional<std::string> entry_name(const pfs_entry_id& dir, const pfs_entry_id& id) const;
+    // Detached inodes with an ino above `after`, at most max, by ino.
+    std::vector<Detached> detached(uint64_t after, size_t max) const;
+    // Where a detached inode's entry is, and its state.
+    Result<RemoteParent> detached_state(const pfs_entry_id& id) const;
+    // The detached inodes still CREATED, REMOVING or MOVING.
+    std::vector<Detached> unsettled() const;
     Result<StripeLayout> layout(const pfs_entry_id& file) const;
     Result<StripePattern> pattern(const pfs_entry_id& dir) const;
     Result<std::string> readlink(const pfs_entry_id& id) const;
@@ -167,13 +169,30 @@ public:
     // parent's owner decided them.
     Result<Attr> mkdir_detached(const pfs_entry_id& parent, uint32_t mode, uint32_t uid, uint32_t gid,
                                 const StripePattern& pattern, Timespec now);
-    // CONFIRMED, or REMOVING (-ENOTEMPTY unless empty), or CREATED.
+    // CONFIRMED, or REMOVING (-ENOTEMPTY unless an empty directory), or
+    // CREATED.
     Status set_detached_state(const pfs_entry_id& id, uint8_t state);
-    // Removes an empty detached directory.
-    Status remove_detached(const pfs_entry_id& id);
+    // Removes an empty detached directory, or a detached file's one link
+    // (freed, or kept as an orphan while open).
+    Result<std::optional<FreedFile>> remove_detached(const pfs_entry_id& id);
     // On the parent's server: the entry naming a directory made on another.
     Result<Attr> add_remote_dir(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
                                 Timespec now);
+
+    // ---- entries moving between metadata servers ----
+    // On the inode's owner: where its entry is (nullopt: here, by a local
+    // entry), e.g. MOVING from one directory to another.
+    Status set_remote(const pfs_entry_id& id, const std::optional<RemoteParent>& remote);
+    // On the target directory's server: an entry naming an inode moved in
+    // (of another server, or one of this server MOVING into dir), replacing
+    // a local entry of the name unless noreplace.
+    Result<Outcome> link_moved(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
+                               uint8_t type, bool noreplace, Timespec now);
+    // Drops the entry dir/name, which names id, an inode of another server
+    // or one MOVING out of dir; the inode itself is left as it is.
+    Status drop_entry(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id, Timespec now);
+    // The directory here whose entry names id, an inode of another server.
+    std::optional<pfs_entry_id> holder_of(const pfs_entry_id& id) const;
 
     // Open handles keep an unlinked inode alive. Not journaled: after a
     // restart nothing is open and orphans() lists what the crash left.
@@ -211,6 +230,8 @@ private:
     // when the way up leaves this server (a detached directory) first.
     enum class Ancestry { no, yes, unknown };
     Ancestry ancestry(uint64_t ino, uint64_t ancestor) const;
+    // A directory's "..".
+    pfs_entry_id parent_of(const Inode& dir) const;
     // A name's inode when the entry is local, nullptr when it names a
     // directory of another server.
     Result<Inode*> entry_inode(const Directory::Slot& slot);
@@ -233,9 +254,18 @@ private:
     Result<Outcome> run(const DetachedStateOp& op);
     Result<Outcome> run(const DetachedRmdirOp& op);
     Result<Outcome> run(const RemoteEntryOp& op);
+    Result<Outcome> run(const MoveStateOp& op);
+    Result<Outcome> run(const MovedLinkOp& op);
+    Result<Outcome> run(const DropEntryOp& op);
+    Result<Outcome> run(const DetachedUnlinkOp& op);
 
     // Shared by create, mkdir and symlink once the op is validated.
     Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);
+    // A rename's (or a moved-in entry's) existing target, the victim: may
+    // it be replaced by a directory (src_is_dir) or a non-directory? Then
+    // drop it once its entry names the source.
+    static Status check_victim(const Inode& victim, bool src_is_dir, std::string_view name);
+    std::optional<FreedFile> drop_victim(Inode& parent, Inode& victim, bool keep_orphan, Timespec now);
     // For a non-directory that may have lost its last link: frees it, or
     // keeps it as an orphan while it is open (or the op says it was).
     std::optional<FreedFile> settle(Inode& node, bool keep_orphan);
@@ -248,8 +278,8 @@ private:
     uint64_t next_ino_ = kRootIno + 1;
     InodeMap inodes_;
     std::set<uint64_t> orphans_;
-    std::set<uint64_t> detached_;                 // detached directories
-    std::set<EntryKey> remote_entries_;  // other servers' directories an entry here names (once each)
+    std::set<uint64_t> detached_;                 // inodes with a remote entry (Inode::remote)
+    std::map<EntryKey, uint64_t> remote_entries_;  // other servers' inodes an entry here names: its directory
     Counts counts_;
     std::function<void(const Op&)> observer_;
 };

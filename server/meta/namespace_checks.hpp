@@ -28,7 +28,7 @@ inline Status check_name(std::string_view name) {
 // A name for a new entry in parent (a directory): valid, and not taken.
 inline Status check_new_entry(const Inode& parent, std::string_view name) {
     if (auto st = check_name(name); !st) return st;
-    if (!parent.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    if (!parent.accepts_entries()) return fail(-ENOENT, "the directory is being removed");
     if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
     return ok_status();
 }

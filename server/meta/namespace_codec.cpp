@@ -133,6 +133,32 @@ void xfer_op(pfs_xdr* x, RemoteEntryOp& o) {
     xfer(x, o.now);
 }
 
+void xfer_op(pfs_xdr* x, MoveStateOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.remote);
+}
+
+void xfer_op(pfs_xdr* x, MovedLinkOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.type);
+    xfer(x, o.keep_orphan);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, DropEntryOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, DetachedUnlinkOp& o) {
+    xfer(x, o.id);
+    xfer(x, o.keep_orphan);
+}
+
 template <size_t... I>
 Op op_of_index(size_t index, std::index_sequence<I...>) {
     Op op;

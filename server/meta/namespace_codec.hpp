@@ -75,6 +75,14 @@ inline void xfer(pfs_xdr* x, StripeLayout& l) {
     for (auto& t : l.targets) pfs_x_u32(x, &t);
 }
 
+// A detached inode's entry: journal and snapshot (version 3 on).
+inline void xfer(pfs_xdr* x, RemoteParent& r) {
+    xfer(x, r.dir);
+    xfer(x, r.state);
+    if (pfs_xdr_decoding(x) && r.state > PFS_DETACHED_MOVING && !x->err) x->err = -EBADMSG;
+    xfer(x, r.from);
+}
+
 // Presence byte, then the value.
 template <class T>
 void xfer(pfs_xdr* x, std::optional<T>& v) {

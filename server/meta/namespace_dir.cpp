@@ -84,6 +84,7 @@ Result<Outcome> Namespace::run(const LinkOp& op) {
     if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
     Inode& n = **node;
     if (n.is_dir()) return fail(-EPERM, "hard links to directories are not allowed");
+    if (n.remote) return fail(-EXDEV, "the file's entry is on another metadata server");
     if (n.attr.nlink == 0) return fail(-ENOENT, "the file has been unlinked");
     if (n.attr.nlink >= kLinkMax) return fail(-EMLINK, "too many links");
     (*parent)->dir().entries->insert(op.name, n.attr.id, n.dtype());
@@ -101,11 +102,20 @@ Result<Outcome> Namespace::run(const UnlinkOp& op) {
     if (is_dot(op.name)) return fail(-EISDIR, quoted(op.name) + " is a directory");
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
-    if (!is_local(slot->id)) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    if (slot->type == DT_DIR) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    if (!is_local(slot->id)) {
+        // Its owner has prepared the removal of the file's link.
+        Outcome out{.attr = Attr{.id = slot->id, .mode = mode_of_dtype(slot->type), .ctime = op.now}};
+        remote_entries_.erase(EntryKey::of(slot->id));
+        (*parent)->dir().entries->erase(op.name);
+        touch_dir(**parent, op.now);
+        return out;
+    }
     auto node = find(slot->id);
     if (!node) return node.error();
     Inode& n = **node;
     if (n.is_dir()) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    if (n.remote) return fail(-EBUSY, quoted(op.name) + " is moving to another metadata server");
     (*parent)->dir().entries->erase(op.name);
     touch_dir(**parent, op.now);
     --n.attr.nlink;
@@ -124,6 +134,7 @@ Result<Outcome> Namespace::run(const RmdirOp& op) {
     if (op.name == "..") return fail(-ENOTEMPTY, "cannot remove '..'");
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
+    if (slot->type != DT_DIR) return fail(-ENOTDIR, quoted(op.name) + " is no directory");
     if (!is_local(slot->id)) {
         // Its owner has checked it is empty and keeps it so.
         Outcome out{.attr = Attr{.id = slot->id, .mode = S_IFDIR, .ctime = op.now}};
@@ -137,6 +148,7 @@ Result<Outcome> Namespace::run(const RmdirOp& op) {
     if (!node) return node.error();
     Inode& n = **node;
     if (!n.is_dir()) return fail(-ENOTDIR, quoted(op.name) + " is no directory");
+    if (n.remote) return fail(-EBUSY, quoted(op.name) + " is moving to another metadata server");
     if (!n.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(op.name) + " is not empty");
     (*parent)->dir().entries->erase(op.name);
     --(*parent)->attr.nlink;
@@ -170,7 +182,7 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     const auto* dst_slot = dp.dir().entries->find(op.dst_name);
     if (noreplace && dst_slot) return fail(-EEXIST, quoted(op.dst_name) + " exists");
     if (exchange && !dst_slot) return fail(-ENOENT, "no entry " + quoted(op.dst_name));
-    if (!dp.dir().accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    if (!dp.accepts_entries()) return fail(-ENOENT, "the directory is being removed");
     // An entry naming another server's directory has no inode here.
     auto src_node = entry_inode(*src_slot);
     if (!src_node) return src_node.error();
@@ -182,7 +194,9 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         auto found = find(dst_slot->id);
         if (!found) return found.error();
         dst = *found;
+        if (dst->remote) return fail(-EBUSY, quoted(op.dst_name) + " is moving to another metadata server");
     }
+    if (src && src->remote) return fail(-EBUSY, quoted(op.src_name) + " is moving to another metadata server");
     const bool src_is_dir = src_slot->type == DT_DIR;
     const pfs_entry_id src_id = src_slot->id;
     const uint8_t src_type = src_slot->type;
@@ -205,12 +219,8 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         }
     }
     if (src && dst == src) return Outcome{.attr = attr_of(*src)};  // two links to one inode: nothing to do
-    if (dst && !exchange) {
-        if (src_is_dir && !dst->is_dir()) return fail(-ENOTDIR, quoted(op.dst_name) + " is no directory");
-        if (!src_is_dir && dst->is_dir()) return fail(-EISDIR, quoted(op.dst_name) + " is a directory");
-        if (dst->is_dir() && !dst->dir().entries->empty())
-            return fail(-ENOTEMPTY, quoted(op.dst_name) + " is not empty");
-    }
+    if (dst && !exchange)
+        if (auto st = check_victim(*dst, src_is_dir, op.dst_name); !st) return st.error();
     // A directory's ".." moves from one parent to the other (for another
     // server's directory only the link counts here change).
     auto move_subdir = [](Inode* node, Inode& from, Inode& to) {
@@ -240,24 +250,36 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         }
         sp.dir().entries->erase(op.src_name);
         if (moved && src_is_dir) move_subdir(src, sp, dp);
-        if (dst && dst->is_dir()) {
-            --dp.attr.nlink;
-            free_inode(dst->attr.id.ino);
-        } else if (dst) {
-            --dst->attr.nlink;
-            dst->attr.ctime = op.now;
-            out.freed = settle(*dst, op.keep_orphan);
-        }
+        if (dst) out.freed = drop_victim(dp, *dst, op.keep_orphan, op.now);
     }
+    if (!src && moved) remote_entries_[EntryKey::of(src_id)] = dp.attr.id.ino;
     touch_dir(sp, op.now);
     touch_dir(dp, op.now);
     if (src) {
         src->attr.ctime = op.now;
         out.attr = attr_of(*src);
     } else {
-        out.attr = Attr{.id = src_id, .mode = S_IFDIR, .ctime = op.now};
+        out.attr = Attr{.id = src_id, .mode = mode_of_dtype(src_type), .ctime = op.now};
     }
     return out;
+}
+
+Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name) {
+    if (src_is_dir && !victim.is_dir()) return fail(-ENOTDIR, quoted(name) + " is no directory");
+    if (!src_is_dir && victim.is_dir()) return fail(-EISDIR, quoted(name) + " is a directory");
+    if (victim.is_dir() && !victim.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(name) + " is not empty");
+    return ok_status();
+}
+
+std::optional<FreedFile> Namespace::drop_victim(Inode& parent, Inode& victim, bool keep_orphan, Timespec now) {
+    if (victim.is_dir()) {
+        --parent.attr.nlink;
+        free_inode(victim.attr.id.ino);
+        return std::nullopt;
+    }
+    --victim.attr.nlink;
+    victim.attr.ctime = now;
+    return settle(victim, keep_orphan);
 }
 
 }  // namespace pfs::meta

@@ -160,10 +160,43 @@ struct RemoteEntryOp {
     Timespec now{};
 };
 
+// On an inode's owner: where its entry is (none: a local entry names it).
+struct MoveStateOp {
+    pfs_entry_id id{};
+    std::optional<RemoteParent> remote{};
+};
+
+// On the target directory's server: an entry naming an inode moved in, of
+// another server or one of this server MOVING into parent. A local entry of
+// that name is replaced (the planner checked for noreplace).
+struct MovedLinkOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};
+    uint8_t type = 0;          // DT_*
+    bool keep_orphan = false;  // a replaced file was open: keep it at nlink 0
+    Timespec now{};
+};
+
+// Drops an entry whose inode moved: one of another server, or one of this
+// server MOVING out of parent. The inode is not touched.
+struct DropEntryOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};
+    Timespec now{};
+};
+
+// A detached file's entry (on another server) is gone: its one link is.
+struct DetachedUnlinkOp {
+    pfs_entry_id id{};
+    bool keep_orphan = false;  // it was open: keep it at nlink 0
+};
+
 // The encoding tags an op with its index here: append new kinds at the end.
 using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
                         SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp, DetachedMkdirOp, DetachedStateOp,
-                        DetachedRmdirOp, RemoteEntryOp>;
+                        DetachedRmdirOp, RemoteEntryOp, MoveStateOp, MovedLinkOp, DropEntryOp, DetachedUnlinkOp>;
 
 // Little-endian, versioned, through the shared C codec. Fails only for an
 // op whose strings or lists exceed the namespace's limits (which apply()

@@ -26,7 +26,9 @@ using namespace codec;
 
 constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 // 2: a directory record says whether it is detached (parent on another server).
-constexpr uint32_t kSnapshotVersion = 2;
+// 3: every inode record says where its entry is when on another server, and
+//    whether it moves (RemoteParent with `from`).
+constexpr uint32_t kSnapshotVersion = 3;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -73,14 +75,15 @@ void xfer_xattrs(pfs_xdr* x, Xattrs& xattrs) {
     }
 }
 
-void xfer_remote(pfs_xdr* x, std::optional<RemoteParent>& remote) {
-    bool detached = remote.has_value();
+// Version 2: directories only, never MOVING.
+void xfer_remote_v2(pfs_xdr* x, std::optional<RemoteParent>& remote) {
+    bool detached = false;
     xfer(x, detached);
     if (!detached) return;
-    if (pfs_xdr_decoding(x)) remote.emplace();
+    remote.emplace();
     xfer(x, remote->dir);
     xfer(x, remote->state);
-    if (pfs_xdr_decoding(x) && remote->state > PFS_DETACHED_REMOVING) fail(x);
+    if (remote->state > PFS_DETACHED_REMOVING) fail(x);
 }
 
 void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
@@ -110,10 +113,11 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
         xfer(x, dir->pattern);
         xfer(x, dh.next_cookie);
         xfer(x, dh.entries);
-        if (version >= 2) xfer_remote(x, dir->remote);
+        if (version == 2) xfer_remote_v2(x, n.remote);
     } else {
         xfer_str(x, std::get<SymlinkBody>(n.body).target, kSymlinkMax);
     }
+    if (version >= 3) xfer(x, n.remote);
 }
 
 struct EntryRecord {
@@ -284,7 +288,7 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
     Header h{.magic = 0, .version = 0};
     if (auto st = in.next([&](pfs_xdr* x) { xfer_header(x, h); }); !st) return st.error();
     if (h.magic != kSnapshotMagic) return Error{-EBADMSG, "not a namespace snapshot"};
-    if (h.version != kSnapshotVersion && h.version != 1)
+    if (h.version < 1 || h.version > kSnapshotVersion)
         return Error{-EPROTONOSUPPORT, "snapshot version " + std::to_string(h.version) + " unknown"};
     if (h.next_ino <= kRootIno) return damaged("bad inode counter");
 
@@ -301,7 +305,7 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
         if (n.is_dir())
             if (auto st = read_entries(in, *n.dir().entries, dh); !st) return st.error();
         uint64_t ino = n.attr.id.ino;
-        if (n.is_dir() && n.dir().remote) ns.detached_.insert(ino);
+        if (n.remote) ns.detached_.insert(ino);
         ns.count(n, +1);
         if (!ns.inodes_.emplace(ino, std::move(n)).second)
             return damaged("inode " + std::to_string(ino) + " twice");
@@ -313,22 +317,25 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
 
 Status Namespace::verify() {
     auto root = inodes_.find(kRootIno);
-    if (root == inodes_.end() || !root->second.is_dir() || root->second.dir().parent != kRootIno)
+    if (root == inodes_.end() || !root->second.is_dir() || root->second.dir().parent != kRootIno ||
+        root->second.remote)
         return damaged("no root directory");
     std::unordered_map<uint64_t, uint32_t> links;       // entries naming each inode
     std::unordered_map<uint64_t, uint32_t> subdirs;     // per directory
     for (const auto& [ino, node] : inodes_) {
         if (!node.is_dir()) continue;
         Status st = ok_status();
+        const pfs_entry_id dir_id = node.attr.id;
         node.dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
             if (!is_local(s.id)) {
-                // Another server's directory: only its type is known here.
-                if (s.type != DT_DIR || s.id.ino == 0 || s.id.generation == 0 || names(s.id)) {
+                // Another server's inode: only its type is known here.
+                bool known_type = s.type == DT_DIR || s.type == DT_REG || s.type == DT_LNK;
+                if (!known_type || s.id.ino == 0 || s.id.generation == 0 || names(s.id)) {
                     st = damaged("directory " + std::to_string(ino) + " has a bad remote entry");
                     return false;
                 }
-                remote_entries_.insert(EntryKey::of(s.id));
-                ++subdirs[ino];
+                remote_entries_.emplace(EntryKey::of(s.id), ino);
+                if (s.type == DT_DIR) ++subdirs[ino];
                 return true;
             }
             auto child = find(s.id);
@@ -336,12 +343,13 @@ Status Namespace::verify() {
                 st = damaged("directory " + std::to_string(ino) + " has a bad entry");
                 return false;
             }
+            // Named here and elsewhere only while its entry moves in or out.
+            if (const auto& r = (*child)->remote; r && (!r->moving() || (!same_id(r->from, dir_id) && !same_id(r->dir, dir_id)))) {
+                st = damaged("detached inode " + std::to_string(s.id.ino) + " has a local entry");
+                return false;
+            }
             if ((*child)->is_dir()) {
                 ++subdirs[ino];
-                if ((*child)->dir().remote) {
-                    st = damaged("detached directory " + std::to_string(s.id.ino) + " has a local entry");
-                    return false;
-                }
                 if ((*child)->dir().parent != ino) {
                     st = damaged("directory " + std::to_string(s.id.ino) + " has a wrong parent");
                     return false;
@@ -353,33 +361,39 @@ Status Namespace::verify() {
     }
     for (const auto& [ino, node] : inodes_) {
         uint32_t n = links[ino];
-        if (node.is_dir()) {
-            bool named_elsewhere = ino == kRootIno || node.dir().remote;
-            if (node.dir().remote && (is_local(node.dir().remote->dir) || ino == kRootIno))
-                return damaged("detached directory " + std::to_string(ino) + " has a bad parent");
-            if (n != (named_elsewhere ? 0u : 1u) || node.attr.nlink != 2 + uint64_t{subdirs[ino]})
-                return damaged("directory " + std::to_string(ino) + " has wrong links");
+        std::string which = "inode " + std::to_string(ino);
+        if (const auto& r = node.remote) {
+            bool bad_place = r->moving() ? is_local(r->dir) && is_local(r->from) : is_local(r->dir);
+            if (bad_place || (r->state == PFS_DETACHED_CREATED && !node.is_dir()))
+                return damaged("detached " + which + " has a bad parent");
+            if (n > (r->moving() ? 1u : 0u) || (!node.is_dir() && node.attr.nlink != 1))
+                return damaged("detached " + which + " has wrong links");
+        } else if (node.is_dir()) {
+            if (n != (ino == kRootIno ? 0u : 1u)) return damaged("directory " + std::to_string(ino) + " has wrong links");
         } else {
-            if (node.attr.nlink != n)
-                return damaged("inode " + std::to_string(ino) + " has a wrong link count");
+            if (node.attr.nlink != n) return damaged(which + " has a wrong link count");
             if (n == 0) orphans_.insert(ino);
         }
+        if (node.is_dir() && node.attr.nlink != 2 + uint64_t{subdirs[ino]})
+            return damaged("directory " + std::to_string(ino) + " has wrong links");
     }
     // Every directory has one parent that names it; only a cycle cut off
-    // from the root could still hide. Walk down from the root to rule it out.
+    // from the root could still hide. Walk down from the root (and the
+    // directories named by other servers) to rule it out.
     std::vector<uint64_t> todo{kRootIno};
-    todo.insert(todo.end(), detached_.begin(), detached_.end());
-    uint64_t reached = 0;
+    for (uint64_t ino : detached_)
+        if (inodes_.at(ino).is_dir() && links[ino] == 0) todo.push_back(ino);
+    std::unordered_set<uint64_t> reached;
     while (!todo.empty()) {
         uint64_t ino = todo.back();
         todo.pop_back();
-        ++reached;
+        if (!reached.insert(ino).second) continue;
         inodes_.at(ino).dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
             if (s.type == DT_DIR && is_local(s.id)) todo.push_back(s.id.ino);
             return true;
         });
     }
-    if (reached != counts_.directories) return damaged("directories cut off from the root");
+    if (reached.size() != counts_.directories) return damaged("directories cut off from the root");
 
     return ok_status();
 }

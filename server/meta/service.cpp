@@ -1,5 +1,6 @@
 #include "service.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -90,6 +91,9 @@ void Service::install() {
     bind(PFS_MSG_RMDIR_DETACHED, &Service::on_rmdir_detached);
     bind(PFS_MSG_ENTRY_CHECK, &Service::on_entry_check);
     bind(PFS_MSG_LIST_DETACHED, &Service::on_list_detached);
+    bind(PFS_MSG_MOVE, &Service::on_move);
+    bind(PFS_MSG_REMOTE_LINK, &Service::on_remote_link);
+    bind(PFS_MSG_ENTRY_DROP, &Service::on_entry_drop);
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -206,6 +210,8 @@ awaitable<Reply> Service::on_link(Request& req) {
 awaitable<Reply> Service::on_unlink(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_UNLINK);
+    if (auto slot = ns_->resolve(m->dir, m->name); slot && !ns_->is_local(slot->id) && slot->type != DT_DIR)
+        co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
     auto out = ns_->unlink(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -216,8 +222,9 @@ awaitable<Reply> Service::on_unlink(Request& req) {
 awaitable<Reply> Service::on_rmdir(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_RMDIR);
-    if (auto slot = ns_->resolve(m->dir, m->name); slot && !ns_->is_local(slot->id) && m->name != std::string_view(".."))
-        co_return co_await remove_remote_dir(req, m->dir, m->name, slot->id);
+    if (auto slot = ns_->resolve(m->dir, m->name);
+        slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
+        co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -229,8 +236,13 @@ awaitable<Reply> Service::on_rename(Request& req) {
     auto m = std::make_unique<pfs_rename>();
     if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_rename(x, m.get()); }))
         co_return malformed(PFS_MSG_RENAME);
-    if (!ns_->is_local(m->src_dir) || !ns_->is_local(m->dst_dir))
-        co_return Reply::fail(EXDEV, "rename across metadata servers is not supported");
+    if (!ns_->is_local(m->src_dir)) co_return Reply::fail(EXDEV, "the source directory is on another metadata server");
+    if (!ns_->is_local(m->dst_dir)) co_return co_await move_across(req, *m);
+    // An entry this server is moving away or removing stays put until done.
+    for (auto [dir, name] : {std::pair{m->src_dir, m->src_name}, std::pair{m->dst_dir, m->dst_name}}) {
+        if (auto slot = ns_->resolve(dir, name); slot && busy_.contains(EntryKey::of(slot->id)))
+            co_return Reply::fail(EBUSY, "the entry is being moved or removed");
+    }
     auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
     if (!out) co_return Reply::from(out.error());
     pfs_entry_id ids[4] = {m->src_dir, m->dst_dir, out->attr.id};
@@ -312,7 +324,8 @@ awaitable<Reply> Service::on_open_name(Request& req) {
     auto slot = ns_->resolve(m->dir, m->name);
     watched(req, m->dir);
     if (!slot) co_return Reply::from(slot.error());
-    // Only directories live elsewhere: they are looked up, not opened.
+    // An inode of another server is only looked up: the client opens it
+    // there (a file's answer has no layout).
     if (!ns_->is_local(slot->id)) co_return co_await remote_attr(slot->id);
     auto attr = ns_->getattr(slot->id);
     if (!attr) co_return Reply::from(attr.error());

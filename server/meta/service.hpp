@@ -45,9 +45,9 @@ public:
     // Ends the sessions of clients gone silent, every quarter timeout; runs
     // until the executor stops.
     awaitable<void> expire_sessions();
-    // Settles the detached directories a crash left CREATED or REMOVING
-    // by asking their parents' owners, every `period`; runs until the
-    // executor stops.
+    // Settles the detached inodes a crash left CREATED, REMOVING or MOVING
+    // by asking the owners of the directories that may name them, every
+    // `period`; runs until the executor stops.
     awaitable<void> settle_detached(std::chrono::milliseconds period);
 
 private:
@@ -90,12 +90,27 @@ private:
                               uint32_t node);
     awaitable<Reply> make_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
                                      const Namespace::NewDir& plan, uint32_t node);
-    awaitable<Reply> remove_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                       const pfs_entry_id& id);
-    // The attributes of an entry that names another server's directory.
+    // rmdir or unlink of an entry naming another server's inode.
+    awaitable<Reply> remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                         const Directory::Slot& slot);
+    // The attributes of an entry that names another server's inode.
     awaitable<Reply> remote_attr(const pfs_entry_id& id);
     // One round of settle_detached.
     awaitable<void> settle_detached_once();
+    // Settles one MOVING inode, given whether the directories it moves
+    // from and to name it.
+    awaitable<void> settle_move(const Detached& d, bool from_names, bool to_names);
+    // Entries moving between metadata servers (service_move.cpp).
+    awaitable<Reply> on_move(Request& req);
+    awaitable<Reply> on_remote_link(Request& req);
+    awaitable<Reply> on_entry_drop(Request& req);
+    // RENAME from a directory here to one of another server.
+    awaitable<Reply> move_across(const Request& req, const pfs_rename& m);
+    // -EINVAL when dir is the directory `moved` or lies below it.
+    awaitable<Status> check_not_below(const pfs_entry_id& moved, pfs_entry_id dir);
+    // MOVE to the owner of id.
+    awaitable<Status> tell_owner(const pfs_entry_id& id, const pfs_entry_id& from, const pfs_entry_id& to,
+                                 uint8_t phase);
 
     // Opens made and closed on behalf of a client's session (client 0: none).
     Status open_for(uint64_t client, const pfs_entry_id& id);
@@ -132,9 +147,10 @@ private:
     Callbacks callbacks_;
     DirPlacement placement_;
     // Cross-server operations under way, for ENTRY_CHECK's answers:
-    // MKDIR_DETACHED requests per server, directories being removed.
+    // MKDIR_DETACHED requests per server; inodes whose entries here are
+    // being removed or moved away.
     std::map<uint32_t, uint32_t> mkdirs_in_flight_;
-    std::set<EntryKey> removing_;
+    std::set<EntryKey> busy_;
     // Where each client's notices go: the connection of its latest request.
     std::unordered_map<uint64_t, std::weak_ptr<Connection>> notice_conns_;
 };

@@ -1,12 +1,32 @@
 // Small helpers shared by the request handlers of pfs-meta's Service.
 #pragma once
 
+#include <set>
 #include <string>
+
+#include "entry_key.hpp"
 
 #include "rpc_server.hpp"
 #include "wire_convert.hpp"
 
 namespace pfs::meta {
+
+// Holds a key in a set for as long as it lives, if it was not there yet.
+class Holding {
+public:
+    Holding(std::set<EntryKey>& set, EntryKey key) : set_(set), key_(key), held_(set.insert(key).second) {}
+    ~Holding() {
+        if (held_) set_.erase(key_);
+    }
+    Holding(const Holding&) = delete;
+    Holding& operator=(const Holding&) = delete;
+    bool held() const { return held_; }
+
+private:
+    std::set<EntryKey>& set_;
+    EntryKey key_;
+    bool held_;
+};
 
 template <class M>
 Result<M> body(const Request& req, int (*xfer)(pfs_xdr*, M*)) {

@@ -16,6 +16,7 @@
 // accepting entries again); not named: B removes it, which is safe as no
 // client was ever told its id (mkdir) or its entry is durably gone (rmdir).
 // So no entry names a missing directory, and no directory stays unnamed.
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -97,10 +98,11 @@ awaitable<Reply> Service::make_remote_dir(const Request& req, const pfs_entry_id
     co_return co_await finish(Reply::ok(std::move(*made)));
 }
 
-awaitable<Reply> Service::remove_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                            const pfs_entry_id& id) {
-    const auto key = EntryKey::of(id);
-    if (!removing_.insert(key).second) co_return Reply::fail(EBUSY, "the directory is being removed");
+awaitable<Reply> Service::remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                              const Directory::Slot& slot) {
+    const pfs_entry_id id = slot.id;
+    Holding busy(busy_, EntryKey::of(id));
+    if (!busy.held()) co_return Reply::fail(EBUSY, "the entry is being removed or moved");
     auto tell = [this, id](uint8_t phase) -> awaitable<Status> {
         pfs_rmdir_detached rd{id, phase};
         auto r = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_RMDIR_DETACHED, encode(pfs_x_rmdir_detached, rd));
@@ -112,11 +114,11 @@ awaitable<Reply> Service::remove_remote_dir(const Request& req, const pfs_entry_
     bool removed = false;
     if (!prepared) {
         reply = prepared.error();
-    } else if (auto slot = ns_->resolve(dir, name); !slot || !same_id(slot->id, id)) {
-        // Renamed or replaced meanwhile: the directory stays.
+    } else if (auto now_slot = ns_->resolve(dir, name); !now_slot || !same_id(now_slot->id, id)) {
+        // Renamed or replaced meanwhile: the inode stays.
         co_await tell(PFS_RMDIR_ABORT);
         reply = Error{-EBUSY, "the entry changed while it was being removed"};
-    } else if (auto out = ns_->rmdir(dir, name, now()); !out) {
+    } else if (auto out = slot.type == DT_DIR ? ns_->rmdir(dir, name, now()) : ns_->unlink(dir, name, now()); !out) {
         co_await tell(PFS_RMDIR_ABORT);
         reply = out.error();
     } else {
@@ -128,9 +130,8 @@ awaitable<Reply> Service::remove_remote_dir(const Request& req, const pfs_entry_
     // Once the entry is durably gone; a lost COMMIT is settled by the owner.
     if (removed && answer.status == PFS_OK) {
         if (auto st = co_await tell(PFS_RMDIR_COMMIT); !st)
-            log::warn("removal of a directory on another server left to settle", {{"error", st.error().message}});
+            log::warn("removal of an inode on another server left to settle", {{"error", st.error().message}});
     }
-    removing_.erase(key);
     co_return answer;
 }
 
@@ -148,6 +149,7 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     auto m = body(req, pfs_x_rmdir_detached);
     if (!m) co_return malformed(PFS_MSG_RMDIR_DETACHED);
     Status st = ok_status();
+    std::optional<FreedFile> freed;
     switch (m->phase) {
     case PFS_RMDIR_PREPARE: st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING); break;
     case PFS_RMDIR_ABORT: st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED); break;
@@ -157,10 +159,12 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
         if (!state) {
             // Settled away already: done all the same.
             if (state.error().code != -ESTALE) st = state.error();
-        } else if (*state != PFS_DETACHED_REMOVING) {
-            st = Error{-EBUSY, "the directory's removal was not prepared"};
+        } else if (state->state != PFS_DETACHED_REMOVING) {
+            st = Error{-EBUSY, "the inode's removal was not prepared"};
+        } else if (auto removed = ns_->remove_detached(m->id); !removed) {
+            st = removed.error();
         } else {
-            st = ns_->remove_detached(m->id);
+            freed = std::move(*removed);
         }
         break;
     }
@@ -168,7 +172,7 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     if (!st) co_return Reply::from(st.error());
     const pfs_entry_id ids[] = {m->id};
     changed(req, ids);
-    co_return co_await finish(Reply::ok());
+    co_return co_await finish(Reply::ok(), std::move(freed));
 }
 
 awaitable<Reply> Service::on_entry_check(Request& req) {
@@ -180,7 +184,7 @@ awaitable<Reply> Service::on_entry_check(Request& req) {
     for (uint32_t i = 0; i < m->count; ++i) {
         const auto& id = m->ids[i];
         auto in_flight = mkdirs_in_flight_.find(id.owner_node);
-        if (removing_.contains(EntryKey::of(id)) || (in_flight != mkdirs_in_flight_.end() && in_flight->second > 0))
+        if (busy_.contains(EntryKey::of(id)) || (in_flight != mkdirs_in_flight_.end() && in_flight->second > 0))
             states.states[i] = PFS_ENTRY_PENDING;
         else
             states.states[i] = ns_->names(id) ? PFS_ENTRY_PRESENT : PFS_ENTRY_ABSENT;
@@ -201,32 +205,100 @@ awaitable<Reply> Service::on_list_detached(Request& req) {
     co_return Reply::ok(*encode(pfs_x_detached_page, page));
 }
 
+namespace {
+
+bool same_place(const RemoteParent& a, const RemoteParent& b) {
+    return a.state == b.state && same_id(a.dir, b.dir) && same_id(a.from, b.from);
+}
+
+}  // namespace
+
 awaitable<void> Service::settle_detached_once() {
     auto unsettled = ns_->unsettled();
     if (unsettled.empty()) co_return;
-    std::map<uint32_t, std::vector<DetachedDir>> by_owner;
-    for (auto& d : unsettled) by_owner[d.remote.dir.owner_node].push_back(d);
-    for (auto& [owner, dirs] : by_owner) {
-        std::vector<pfs_entry_id> ids;
-        for (const auto& d : dirs) ids.push_back(d.id);
-        auto states = co_await client::entry_states(cluster_, owner, ids);
+    // Each server is asked once about every inode its entries may name.
+    std::map<uint32_t, std::vector<pfs_entry_id>> questions;
+    auto ask = [&](const pfs_entry_id& dir, const pfs_entry_id& id) {
+        if (!ns_->is_local(dir)) questions[dir.owner_node].push_back(id);
+    };
+    for (const auto& d : unsettled) {
+        ask(d.remote.dir, d.id);
+        if (d.remote.moving()) ask(d.remote.from, d.id);
+    }
+    std::map<std::pair<uint32_t, EntryKey>, uint8_t> answers;
+    for (const auto& [node, ids] : questions) {
+        auto states = co_await client::entry_states(cluster_, node, ids);
         if (!states) continue;  // asked again next round
-        for (size_t i = 0; i < dirs.size(); ++i) {
-            const auto& id = dirs[i].id;
-            // Changed while the question was out (a removal prepared,
-            // say): the answer is about what was, ask again later.
-            auto state = ns_->detached_state(id);
-            if (!state || *state != dirs[i].remote.state) continue;
-            Status st = ok_status();
-            if ((*states)[i] == PFS_ENTRY_PRESENT)
-                st = ns_->set_detached_state(id, PFS_DETACHED_CONFIRMED);
-            else if ((*states)[i] == PFS_ENTRY_ABSENT)
-                st = ns_->remove_detached(id);
-            if (!st && st.error().code != -ESTALE)
-                log::error("detached directory not settled", {{"ino", id.ino}, {"error", st.error().message}});
+        for (size_t i = 0; i < ids.size(); ++i) answers[{node, EntryKey::of(ids[i])}] = (*states)[i];
+    }
+    // Whether dir durably names id; nullopt: not known yet.
+    auto names = [&](const pfs_entry_id& dir, const pfs_entry_id& id) -> std::optional<bool> {
+        if (ns_->is_local(dir)) return ns_->entry_name(dir, id).has_value();
+        auto it = answers.find({dir.owner_node, EntryKey::of(id)});
+        if (it == answers.end() || it->second == PFS_ENTRY_PENDING) return std::nullopt;
+        return it->second == PFS_ENTRY_PRESENT;
+    };
+    std::vector<FreedFile> freed;
+    for (const auto& d : unsettled) {
+        // Under way here, or changed while the questions were out (a
+        // removal prepared, say): the answers are about what was.
+        if (busy_.contains(EntryKey::of(d.id))) continue;
+        auto state = ns_->detached_state(d.id);
+        if (!state || !same_place(*state, d.remote)) continue;
+        auto in_dir = names(d.remote.dir, d.id);
+        if (!in_dir) continue;
+        if (d.remote.moving()) {
+            auto in_from = names(d.remote.from, d.id);
+            if (in_from) co_await settle_move(d, *in_from, *in_dir);
+            continue;
+        }
+        if (*in_dir) {
+            if (auto st = ns_->set_detached_state(d.id, PFS_DETACHED_CONFIRMED); !st)
+                log::error("detached inode not confirmed", {{"ino", d.id.ino}, {"error", st.error().message}});
+        } else if (auto removed = ns_->remove_detached(d.id); !removed) {
+            log::error("detached inode not removed", {{"ino", d.id.ino}, {"error", removed.error().message}});
+        } else if (*removed) {
+            freed.push_back(std::move(**removed));
         }
     }
-    if (auto st = co_await durable_(); !st) log::error("settled directories not durable", {{"error", st.error().message}});
+    if (auto st = co_await durable_(); !st) {
+        log::error("settled inodes not durable", {{"error", st.error().message}});
+        co_return;
+    }
+    for (auto& f : freed) delete_chunks(std::move(f));
+}
+
+awaitable<void> Service::settle_move(const Detached& d, bool from_names, bool to_names) {
+    const auto& r = d.remote;
+    auto settle_at = [&](const pfs_entry_id& dir) {
+        std::optional<RemoteParent> place;
+        if (!ns_->is_local(dir)) place = RemoteParent{.dir = dir, .state = PFS_DETACHED_CONFIRMED};
+        if (auto st = ns_->set_remote(d.id, place); !st)
+            log::error("moved inode not settled", {{"ino", d.id.ino}, {"error", st.error().message}});
+    };
+    if (!from_names && !to_names) {
+        log::error("no entry names a moved inode", {{"ino", d.id.ino}});
+        co_return;
+    }
+    if (!to_names) co_return settle_at(r.from);  // the move never reached its target
+    if (from_names) {
+        // Cut short between adding the new entry and dropping the old one:
+        // finish the move, the client was never answered.
+        Status dropped = ok_status();
+        if (ns_->is_local(r.from)) {
+            auto name = ns_->entry_name(r.from, d.id);
+            dropped = name ? ns_->drop_entry(r.from, *name, d.id, now()) : ok_status();
+        } else if (auto done = co_await cluster_.call_meta_ok(r.from.owner_node, PFS_MSG_ENTRY_DROP,
+                                                               encode(pfs_x_entry_id, d.id));
+                   !done) {
+            dropped = done.error();
+        }
+        if (!dropped) {
+            log::warn("old entry of a moved inode not dropped yet", {{"ino", d.id.ino}, {"error", dropped.error().message}});
+            co_return;
+        }
+    }
+    settle_at(r.dir);
 }
 
 awaitable<void> Service::settle_detached(std::chrono::milliseconds period) {

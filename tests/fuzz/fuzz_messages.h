@@ -74,6 +74,8 @@ FUZZ_WRAP(entry_check)
 FUZZ_WRAP(entry_states)
 FUZZ_WRAP(list_detached)
 FUZZ_WRAP(detached_page)
+FUZZ_WRAP(move)
+FUZZ_WRAP(remote_link)
 FUZZ_WRAP(xattr_req)
 FUZZ_WRAP(statfs)
 FUZZ_WRAP(dir_page)
@@ -202,6 +204,8 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	  sizeof(struct pfs_chunk_entry), fuzz_x_chunk_entry,
 	  PFS_CHUNK_ENTRY_MIN_SIZE, fuzz_chunk_page_count },
 	FUZZ_BODY(chunk_entry),
+	FUZZ_BODY(move),
+	FUZZ_BODY(remote_link),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

@@ -323,6 +323,13 @@ int main(int argc, char **argv)
 		SEED(entry_states, "2", &es);
 		SEED(list_detached, "1", &ld);
 		SEED(detached_page, "1", &dp);
+		struct pfs_move mv = { { 9, 2, 1 }, { 1, 1, 1 }, { 4, 2, 1 },
+				       PFS_MOVE_PREPARE };
+		struct pfs_remote_link rl = { { 4, 2, 1 }, "moved",
+					      { 9, 1, 1 }, 8, 0 };
+
+		SEED(move, "1", &mv);
+		SEED(remote_link, "1", &rl);
 	}
 	{
 		struct pfs_stats st = { 3, PFS_NODE_STORAGE, 123456789, 2 };

@@ -26,7 +26,7 @@ pfs_entry_id detached(Fs& fs, const pfs_entry_id& parent = other_dir(1)) {
 uint8_t state_of(const Fs& fs, const pfs_entry_id& id) {
     auto s = fs.ns.detached_state(id);
     REQUIRE(s);
-    return *s;
+    return s->state;
 }
 
 }  // namespace
@@ -172,8 +172,8 @@ TEST_CASE("a snapshot keeps detached directories and remote entries", "[namespac
     REQUIRE(back);
     CHECK(*back->snapshot() == *snap);
     CHECK(back->names(other_dir(77)));
-    CHECK(*back->detached_state(removing) == PFS_DETACHED_REMOVING);
-    CHECK(*back->detached_state(d) == PFS_DETACHED_CREATED);
+    CHECK(back->detached_state(removing)->state == PFS_DETACHED_REMOVING);
+    CHECK(back->detached_state(d)->state == PFS_DETACHED_CREATED);
     CHECK(back->unsettled().size() == 2);
     CHECK(back->counts().directories == fs.ns.counts().directories);
     CHECK(err(back->create(removing, "g", 0644, 0, 0, at(9999), first_targets())) == -ENOENT);
