@@ -164,7 +164,8 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     if (auto st = check_time(op.now); !st) return st.error();
     bool exchange = op.flags & kRenameExchange;
     bool noreplace = op.flags & kRenameNoReplace;
-    if ((op.flags & ~(kRenameNoReplace | kRenameExchange)) || (exchange && noreplace))
+    const bool checked = (op.flags & kRenameAncestryChecked) && !exchange;
+    if ((op.flags & ~(kRenameNoReplace | kRenameExchange | kRenameAncestryChecked)) || (exchange && noreplace))
         return fail(-EINVAL, "invalid rename flags");
     auto src_parent = find_dir(op.src_parent);
     if (!src_parent) return src_parent.error();
@@ -189,8 +190,14 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     Inode* src = *src_node;
     Inode* dst = nullptr;
     if (dst_slot) {
-        if (!is_local(dst_slot->id))
-            return fail(-EXDEV, quoted(op.dst_name) + " is a directory on another metadata server");
+        if (!is_local(dst_slot->id)) {
+            // Replacing another server's inode would take its owner: only
+            // the type errors are decided here.
+            const bool src_dir = src_slot->type == DT_DIR, dst_dir = dst_slot->type == DT_DIR;
+            if (!exchange && src_dir != dst_dir)
+                return fail(src_dir ? -ENOTDIR : -EISDIR, quoted(op.dst_name) + (src_dir ? " is no directory" : " is a directory"));
+            return fail(-EXDEV, quoted(op.dst_name) + " is on another metadata server");
+        }
         auto found = find(dst_slot->id);
         if (!found) return found.error();
         dst = *found;
@@ -206,7 +213,9 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     if (moved && src_is_dir) {
         switch (ancestry(dp.attr.id.ino, src ? src->attr.id.ino : 0)) {
         case Ancestry::yes: return fail(-EINVAL, "cannot move a directory into itself");
-        case Ancestry::unknown: return fail(-EXDEV, "the target directory's ancestors are on another server");
+        case Ancestry::unknown:
+            if (checked) break;
+            return fail(-EXDEV, "the target directory's ancestors are on another server");
         case Ancestry::no: break;
         }
     }
@@ -214,7 +223,9 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         switch (ancestry(sp.attr.id.ino, dst->attr.id.ino)) {
         case Ancestry::yes:
             return fail(exchange ? -EINVAL : -ENOTEMPTY, quoted(op.dst_name) + " contains the source");
-        case Ancestry::unknown: return fail(-EXDEV, "the source directory's ancestors are on another server");
+        case Ancestry::unknown:
+            if (checked) break;  // an empty victim contains nothing
+            return fail(-EXDEV, "the source directory's ancestors are on another server");
         case Ancestry::no: break;
         }
     }

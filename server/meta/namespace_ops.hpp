@@ -73,6 +73,9 @@ struct RmdirOp {
 
 inline constexpr uint32_t kRenameNoReplace = 1u << 0;  // RENAME_NOREPLACE
 inline constexpr uint32_t kRenameExchange = 1u << 1;   // RENAME_EXCHANGE
+// Set by the server, never by a client: the moved directory's way up, which
+// leaves this server, was checked not to pass through it (across servers).
+inline constexpr uint32_t kRenameAncestryChecked = 1u << 31;
 
 struct RenameOp {
     pfs_entry_id src_parent{};

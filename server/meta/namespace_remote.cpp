@@ -256,7 +256,8 @@ Result<Outcome> Namespace::run(const MovedLinkOp& op) {
         const auto& r = moved->remote;
         if (!r || !r->moving() || !same_id(r->dir, op.parent) || moved->dtype() != op.type)
             return fail(-EINVAL, "inode " + std::to_string(op.id.ino) + " is not moving here");
-        if (is_dir && ancestry(p.attr.id.ino, op.id.ino) != Ancestry::no)
+        // Where the way up leaves this server the coordinator has checked it.
+        if (is_dir && ancestry(p.attr.id.ino, op.id.ino) == Ancestry::yes)
             return fail(-EINVAL, "cannot move a directory into itself");
     } else {
         if (!valid_remote_id(op.id)) return fail(-EINVAL, "invalid remote inode");

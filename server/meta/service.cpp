@@ -244,6 +244,15 @@ awaitable<Reply> Service::on_rename(Request& req) {
             co_return Reply::fail(EBUSY, "the entry is being moved or removed");
     }
     auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
+    if (!out && out.error().code == -EXDEV && !(m->flags & kRenameExchange)) {
+        // A directory whose way up leaves this server: walk it across.
+        auto slot = ns_->resolve(m->src_dir, m->src_name);
+        if (slot && slot->type == DT_DIR) {
+            if (auto st = co_await check_not_below(slot->id, m->dst_dir); !st) co_return Reply::from(st.error());
+            out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags | kRenameAncestryChecked,
+                              now());
+        }
+    }
     if (!out) co_return Reply::from(out.error());
     pfs_entry_id ids[4] = {m->src_dir, m->dst_dir, out->attr.id};
     size_t n = 3;
