@@ -128,6 +128,12 @@ awaitable<void> Service::purge_orphans() {
     }
 }
 
+awaitable<Reply> Service::moved_reply(const Request& req, std::vector<pfs_entry_id> ids, Outcome out) {
+    if (out.replaced) ids.push_back(*out.replaced);
+    changed(req, ids);
+    co_return co_await finish(Reply::ok(), std::move(out.freed));
+}
+
 void Service::delete_chunks(FreedFile freed) {
     // After the reply: a storage server that is down leaves orphan chunks
     // for fsck, never a failed unlink.
@@ -254,11 +260,8 @@ awaitable<Reply> Service::on_rename(Request& req) {
         }
     }
     if (!out) co_return Reply::from(out.error());
-    pfs_entry_id ids[4] = {m->src_dir, m->dst_dir, out->attr.id};
-    size_t n = 3;
-    if (out->replaced) ids[n++] = *out->replaced;
-    changed(req, std::span<const pfs_entry_id>(ids, n));
-    co_return co_await finish(Reply::ok(), out->freed);
+    std::vector<pfs_entry_id> ids{m->src_dir, m->dst_dir, out->attr.id};
+    co_return co_await moved_reply(req, std::move(ids), std::move(*out));
 }
 
 awaitable<Reply> Service::on_setattr(Request& req) {

@@ -129,6 +129,9 @@ private:
     // A name added to dir (mkdir, symlink, link): others are told, the
     // requester watches the entry.
     awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);
+    // An entry renamed or moved in (ids: the directories and the inode;
+    // a replaced target is added): others are told, then finish.
+    awaitable<Reply> moved_reply(const Request& req, std::vector<pfs_entry_id> ids, Outcome out);
     void delete_chunks(FreedFile freed);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.

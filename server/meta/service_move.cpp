@@ -196,11 +196,8 @@ awaitable<Reply> Service::on_remote_link(Request& req) {
     if (!m) co_return malformed(PFS_MSG_REMOTE_LINK);
     auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, (m->flags & PFS_REMOTE_LINK_NOREPLACE) != 0, now());
     if (!out) co_return Reply::from(out.error());
-    pfs_entry_id ids[3] = {m->dir, m->id};
-    size_t n = 2;
-    if (out->replaced) ids[n++] = *out->replaced;
-    changed(req, std::span<const pfs_entry_id>(ids, n));
-    co_return co_await finish(Reply::ok(), out->freed);
+    std::vector<pfs_entry_id> ids{m->dir, m->id};
+    co_return co_await moved_reply(req, std::move(ids), std::move(*out));
 }
 
 // ---- on the server the inode moved from ----

@@ -74,4 +74,8 @@ struct Fs {
     }
 };
 
+// Another metadata server than Fs's, and an id of its inodes.
+inline constexpr uint32_t kOtherNode = Fs::kNode + 1;
+inline pfs_entry_id other_id(uint64_t ino) { return pfs_entry_id{ino, kOtherNode, 1}; }
+
 }  // namespace pfs::test

@@ -13,10 +13,6 @@ using namespace pfs::test;
 
 namespace {
 
-constexpr uint32_t kOther = Fs::kNode + 1;
-
-pfs_entry_id other(uint64_t ino) { return pfs_entry_id{ino, kOther, 1}; }
-
 RemoteParent moving(const pfs_entry_id& from, const pfs_entry_id& to) {
     return RemoteParent{.dir = to, .state = PFS_DETACHED_MOVING, .from = from};
 }
@@ -41,7 +37,7 @@ TEST_CASE("a file moves out to another server's directory and is removed from th
     Fs fs;
     auto root = fs.root();
     auto f = fs.file(root, "f");
-    const auto to = other(5);
+    const auto to = other_id(5);
 
     REQUIRE(fs.ns.set_remote(f, moving(root, to)));
     // While it moves, its entry stays and nothing else may touch it.
@@ -76,12 +72,12 @@ TEST_CASE("a file moves out to another server's directory and is removed from th
 TEST_CASE("a detached file's removal is prepared and frees it", "[namespace][move]") {
     Fs fs;
     auto f = fs.file(fs.root(), "f");
-    REQUIRE(fs.ns.set_remote(f, moving(fs.root(), other(5))));
+    REQUIRE(fs.ns.set_remote(f, moving(fs.root(), other_id(5))));
     REQUIRE(fs.ns.drop_entry(fs.root(), "f", f, fs.tick()));
     // Moving: neither removal nor another move until settled.
     CHECK(err(fs.ns.set_detached_state(f, PFS_DETACHED_REMOVING)) == -EBUSY);
     CHECK(err(fs.ns.remove_detached(f)) == -EBUSY);
-    REQUIRE(fs.ns.set_remote(f, confirmed(other(5))));
+    REQUIRE(fs.ns.set_remote(f, confirmed(other_id(5))));
     CHECK(err(fs.ns.set_detached_state(f, PFS_DETACHED_CREATED)) == -EINVAL);  // directories only
     REQUIRE(fs.ns.set_detached_state(f, PFS_DETACHED_REMOVING));
     auto freed = fs.ns.remove_detached(f);
@@ -97,7 +93,7 @@ TEST_CASE("a move is aborted while the entry is still here", "[namespace][move]"
     auto root = fs.root();
     auto d = fs.dir(root, "d");
     auto nlink = fs.stat(root).nlink;
-    REQUIRE(fs.ns.set_remote(d, moving(root, other(5))));
+    REQUIRE(fs.ns.set_remote(d, moving(root, other_id(5))));
     CHECK(same_id(fs.ns.resolve(d, "..")->id, root));
     // Neither removed nor renamed while it moves; no local moves below it.
     CHECK(err(fs.ns.rmdir(root, "d", fs.tick())) == -EBUSY);
@@ -108,11 +104,11 @@ TEST_CASE("a move is aborted while the entry is still here", "[namespace][move]"
     CHECK(fs.stat(root).nlink == nlink);
     // Not back to a local entry that does not exist, and the root stays.
     CHECK(err(fs.ns.set_remote(d, std::nullopt)) == -EINVAL);
-    CHECK(err(fs.ns.set_remote(root, moving(root, other(5)))) == -EBUSY);
+    CHECK(err(fs.ns.set_remote(root, moving(root, other_id(5)))) == -EBUSY);
     CHECK(err(fs.ns.set_remote(d, confirmed(root))) == -EINVAL);  // a remote place is another server's
     auto hard = fs.file(root, "hard");
     REQUIRE(fs.ns.link(hard, root, "hard2", fs.tick()));
-    CHECK(err(fs.ns.set_remote(hard, moving(root, other(5)))) == -EXDEV);
+    CHECK(err(fs.ns.set_remote(hard, moving(root, other_id(5)))) == -EXDEV);
 }
 
 TEST_CASE("a directory moves out and comes back home", "[namespace][move]") {
@@ -123,20 +119,20 @@ TEST_CASE("a directory moves out and comes back home", "[namespace][move]") {
     auto x = fs.dir(root, "x");
     auto nlink = fs.stat(root).nlink;
 
-    REQUIRE(fs.ns.set_remote(d, moving(root, other(5))));
+    REQUIRE(fs.ns.set_remote(d, moving(root, other_id(5))));
     REQUIRE(fs.ns.drop_entry(root, "d", d, fs.tick()));
     CHECK(fs.stat(root).nlink == nlink - 1);
-    REQUIRE(fs.ns.set_remote(d, confirmed(other(5))));
-    CHECK(same_id(fs.ns.resolve(d, "..")->id, other(5)));
+    REQUIRE(fs.ns.set_remote(d, confirmed(other_id(5))));
+    CHECK(same_id(fs.ns.resolve(d, "..")->id, other_id(5)));
     CHECK(fs.names(d) == std::vector<std::string>{".", "..", "inside"});
     restored(fs);
 
     // Back, into x: the entry comes first, then the owner's record.
-    REQUIRE(fs.ns.set_remote(d, moving(other(5), x)));
+    REQUIRE(fs.ns.set_remote(d, moving(other_id(5), x)));
     CHECK(err(fs.ns.link_moved(root, "d", d, DT_DIR, false, fs.tick())) == -EINVAL);  // not moving there
     CHECK(err(fs.ns.link_moved(x, "d", d, DT_REG, false, fs.tick())) == -EINVAL);  // not its type
     REQUIRE(fs.ns.link_moved(x, "d", d, DT_DIR, false, fs.tick()));
-    CHECK(same_id(fs.ns.resolve(d, "..")->id, other(5)));  // still the old place's until settled
+    CHECK(same_id(fs.ns.resolve(d, "..")->id, other_id(5)));  // still the old place's until settled
     CHECK(fs.stat(x).nlink == 3);
     restored(fs);
     REQUIRE(fs.ns.set_remote(d, std::nullopt));
@@ -153,17 +149,17 @@ TEST_CASE("a directory does not move in below itself", "[namespace][move]") {
     auto root = fs.root();
     auto d = fs.dir(root, "d");
     auto sub = fs.dir(d, "sub");
-    REQUIRE(fs.ns.set_remote(d, moving(root, other(5))));
+    REQUIRE(fs.ns.set_remote(d, moving(root, other_id(5))));
     REQUIRE(fs.ns.drop_entry(root, "d", d, fs.tick()));
-    REQUIRE(fs.ns.set_remote(d, confirmed(other(5))));
-    REQUIRE(fs.ns.set_remote(d, moving(other(5), sub)));
+    REQUIRE(fs.ns.set_remote(d, confirmed(other_id(5))));
+    REQUIRE(fs.ns.set_remote(d, moving(other_id(5), sub)));
     CHECK(err(fs.ns.link_moved(sub, "d", d, DT_DIR, false, fs.tick())) == -EINVAL);
 }
 
 TEST_CASE("entries naming another server's inodes move in, replace and go", "[namespace][move]") {
     Fs fs;
     auto root = fs.root();
-    const auto in_file = other(40), in_dir = other(41);
+    const auto in_file = other_id(40), in_dir = other_id(41);
     auto nlink = fs.stat(root).nlink;
     REQUIRE(fs.ns.link_moved(root, "f", in_file, DT_REG, false, fs.tick()));
     REQUIRE(fs.ns.link_moved(root, "d", in_dir, DT_DIR, false, fs.tick()));
@@ -172,7 +168,7 @@ TEST_CASE("entries naming another server's inodes move in, replace and go", "[na
     CHECK(same_id(*fs.ns.holder_of(in_file), root));
     CHECK(*fs.ns.entry_name(root, in_file) == "f");
     CHECK(err(fs.ns.link_moved(root, "again", in_file, DT_REG, false, fs.tick())) == -EEXIST);
-    CHECK(err(fs.ns.link_moved(root, "bad", other(42), 99, false, fs.tick())) == -EINVAL);
+    CHECK(err(fs.ns.link_moved(root, "bad", other_id(42), 99, false, fs.tick())) == -EINVAL);
     CHECK(err(fs.ns.rmdir(root, "f", fs.tick())) == -ENOTDIR);
     CHECK(err(fs.ns.unlink(root, "d", fs.tick())) == -EISDIR);
     restored(fs);
@@ -186,25 +182,25 @@ TEST_CASE("entries naming another server's inodes move in, replace and go", "[na
     // Replacing: a local file (freed), not a non-empty directory, not an
     // entry of another server's inode, not with noreplace.
     auto victim = fs.file(root, "victim");
-    auto out = fs.ns.link_moved(root, "victim", other(43), DT_REG, false, fs.tick());
+    auto out = fs.ns.link_moved(root, "victim", other_id(43), DT_REG, false, fs.tick());
     REQUIRE(out);
     CHECK(same_id(*out->replaced, victim));
     REQUIRE(out->freed);
     CHECK(err(fs.ns.getattr(victim)) == -ESTALE);
     auto full = fs.dir(root, "full");
     fs.file(full, "x");
-    CHECK(err(fs.ns.link_moved(root, "full", other(44), DT_DIR, false, fs.tick())) == -ENOTEMPTY);
-    CHECK(err(fs.ns.link_moved(root, "full", other(44), DT_REG, false, fs.tick())) == -EISDIR);
-    CHECK(err(fs.ns.link_moved(root, "victim", other(44), DT_REG, false, fs.tick())) == -EXDEV);
+    CHECK(err(fs.ns.link_moved(root, "full", other_id(44), DT_DIR, false, fs.tick())) == -ENOTEMPTY);
+    CHECK(err(fs.ns.link_moved(root, "full", other_id(44), DT_REG, false, fs.tick())) == -EISDIR);
+    CHECK(err(fs.ns.link_moved(root, "victim", other_id(44), DT_REG, false, fs.tick())) == -EXDEV);
     fs.file(root, "kept");
-    CHECK(err(fs.ns.link_moved(root, "kept", other(44), DT_REG, true, fs.tick())) == -EEXIST);
+    CHECK(err(fs.ns.link_moved(root, "kept", other_id(44), DT_REG, true, fs.tick())) == -EEXIST);
 
     // Dropped (a settled move) or unlinked (its owner prepared that).
     REQUIRE(fs.ns.drop_entry(sub, "f2", in_file, fs.tick()));
     CHECK_FALSE(fs.ns.names(in_file));
     CHECK(err(fs.ns.drop_entry(root, "d", in_file, fs.tick())) == -ENOENT);  // names another inode
     REQUIRE(fs.ns.unlink(root, "victim", fs.tick()));
-    CHECK_FALSE(fs.ns.names(other(43)));
+    CHECK_FALSE(fs.ns.names(other_id(43)));
     REQUIRE(fs.ns.drop_entry(root, "d", in_dir, fs.tick()));
     CHECK(fs.stat(root).nlink == nlink + 2);  // sub and full
     restored(fs);

@@ -13,11 +13,7 @@ using namespace pfs::test;
 
 namespace {
 
-constexpr uint32_t kOther = Fs::kNode + 1;
-
-pfs_entry_id other_dir(uint64_t ino) { return pfs_entry_id{ino, kOther, 1}; }
-
-pfs_entry_id detached(Fs& fs, const pfs_entry_id& parent = other_dir(1)) {
+pfs_entry_id detached(Fs& fs, const pfs_entry_id& parent = other_id(1)) {
     auto r = fs.ns.mkdir_detached(parent, 02750, 1000, 100, StripePattern{1u << 16, 2, 1}, fs.tick());
     REQUIRE(r);
     return r->id;
@@ -41,16 +37,16 @@ TEST_CASE("a detached directory lives here while its entry lives elsewhere", "[n
     CHECK(fs.ns.pattern(d)->chunk_size == 1u << 16);
     CHECK(state_of(fs, d) == PFS_DETACHED_CREATED);
     REQUIRE(fs.ns.unsettled().size() == 1);
-    CHECK(fs.ns.unsettled()[0].remote.dir.owner_node == kOther);
+    CHECK(fs.ns.unsettled()[0].remote.dir.owner_node == kOtherNode);
 
     // ".." is the parent on the other server.
     auto page = fs.ns.readdir(d, 0, 10);
     REQUIRE(page);
     REQUIRE(page->entries.size() == 2);
-    CHECK(page->entries[1].id.owner_node == kOther);
+    CHECK(page->entries[1].id.owner_node == kOtherNode);
     auto dotdot = fs.ns.resolve(d, "..");
     REQUIRE(dotdot);
-    CHECK(same_id(dotdot->id, other_dir(1)));
+    CHECK(same_id(dotdot->id, other_id(1)));
     CHECK(err(fs.ns.lookup(d, "..")) == -EREMOTE);
 
     // It takes entries at once, and the root's tree does not name it.
@@ -100,7 +96,7 @@ TEST_CASE("a detached directory is removed only empty, and takes no entries once
 TEST_CASE("an entry naming another server's directory", "[namespace][remote]") {
     Fs fs;
     auto root = fs.root();
-    auto remote = other_dir(42);
+    auto remote = other_id(42);
     auto nlink = fs.stat(root).nlink;
     REQUIRE(fs.ns.add_remote_dir(root, "r", remote, fs.tick()));
     CHECK(fs.stat(root).nlink == nlink + 1);
@@ -163,15 +159,15 @@ TEST_CASE("a snapshot keeps detached directories and remote entries", "[namespac
     Fs fs;
     auto d = detached(fs);
     fs.file(d, "f");
-    auto removing = detached(fs, other_dir(2));
+    auto removing = detached(fs, other_id(2));
     REQUIRE(fs.ns.set_detached_state(removing, PFS_DETACHED_REMOVING));
-    REQUIRE(fs.ns.add_remote_dir(fs.root(), "r", other_dir(77), fs.tick()));
+    REQUIRE(fs.ns.add_remote_dir(fs.root(), "r", other_id(77), fs.tick()));
     auto snap = fs.ns.snapshot();
     REQUIRE(snap);
     auto back = Namespace::restore(*snap);
     REQUIRE(back);
     CHECK(*back->snapshot() == *snap);
-    CHECK(back->names(other_dir(77)));
+    CHECK(back->names(other_id(77)));
     CHECK(back->detached_state(removing)->state == PFS_DETACHED_REMOVING);
     CHECK(back->detached_state(d)->state == PFS_DETACHED_CREATED);
     CHECK(back->unsettled().size() == 2);
