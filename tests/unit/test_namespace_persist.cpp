@@ -157,7 +157,7 @@ public:
             case 21: {
                 static const uint8_t types[] = {DT_REG, DT_DIR, DT_LNK};
                 pfs_entry_id id = below(3) ? remote_id(next_remote_++) : node;
-                uint8_t type = below(2) ? DT_DIR : types[below(3)];
+                uint8_t type = below(2) ? uint8_t{DT_DIR} : types[below(3)];
                 if (auto a = ns.getattr(id); a && below(2)) type = dtype_of_mode(a->mode);
                 rc = err(ns.link_moved(dir, name, id, type, below(4) == 0, now));
                 break;
