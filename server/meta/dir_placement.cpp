@@ -25,11 +25,8 @@ uint32_t DirPlacement::choose(uint32_t self, std::span<const pfs_node_info> meta
     for (const auto& n : meta_nodes)
         if (n.reachability == PFS_REACH_ONLINE)
             by_class[capacity_class(n.cap.bytes_free, n.cap.bytes_total, kLowPct, kEmergencyPct)].push_back(n.node_id);
-    for (auto& ids : by_class) {
-        if (ids.empty()) continue;
-        std::sort(ids.begin(), ids.end());
-        return ids[next_++ % ids.size()];
-    }
+    for (const auto& ids : by_class)
+        if (!ids.empty()) return ids[next_++ % ids.size()];
     return self;
 }
 

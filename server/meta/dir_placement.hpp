@@ -25,7 +25,8 @@ public:
     explicit DirPlacement(Policy policy = Policy::spread) : policy_(policy) {}
 
     // The server for a directory made by `self`, among the metadata
-    // servers of the latest map; `self` when none is ONLINE.
+    // servers of the latest map (sorted by node id, as Cluster keeps
+    // them); `self` when none is ONLINE.
     uint32_t choose(uint32_t self, std::span<const pfs_node_info> meta_nodes);
     // A named server must be a registered metadata server.
     static Status check(uint32_t node, std::span<const pfs_node_info> meta_nodes);

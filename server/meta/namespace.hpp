@@ -191,6 +191,8 @@ public:
     // Drops the entry dir/name, which names id, an inode of another server
     // or one MOVING out of dir; the inode itself is left as it is.
     Status drop_entry(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id, Timespec now);
+    // The same for whichever entry of dir names id (none: done already).
+    Status drop_entry(const pfs_entry_id& dir, const pfs_entry_id& id, Timespec now);
     // The directory here whose entry names id, an inode of another server.
     std::optional<pfs_entry_id> holder_of(const pfs_entry_id& id) const;
 

@@ -122,6 +122,11 @@ Status Namespace::drop_entry(const pfs_entry_id& dir, std::string_view name, con
     return ok_status();
 }
 
+Status Namespace::drop_entry(const pfs_entry_id& dir, const pfs_entry_id& id, Timespec now) {
+    auto name = entry_name(dir, id);
+    return name ? drop_entry(dir, *name, id, now) : ok_status();
+}
+
 // ---- execution ----
 
 namespace {

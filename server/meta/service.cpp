@@ -246,6 +246,7 @@ awaitable<Reply> Service::on_rename(Request& req) {
     if (!ns_->is_local(m->dst_dir)) co_return co_await move_across(req, *m);
     // An entry this server is moving away or removing stays put until done.
     for (auto [dir, name] : {std::pair{m->src_dir, m->src_name}, std::pair{m->dst_dir, m->dst_name}}) {
+        if (busy_.empty()) break;
         if (auto slot = ns_->resolve(dir, name); slot && busy_.contains(EntryKey::of(slot->id)))
             co_return Reply::fail(EBUSY, "the entry is being moved or removed");
     }

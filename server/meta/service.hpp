@@ -108,6 +108,9 @@ private:
     awaitable<Reply> move_across(const Request& req, const pfs_rename& m);
     // -EINVAL when dir is the directory `moved` or lies below it.
     awaitable<Status> check_not_below(const pfs_entry_id& moved, pfs_entry_id dir);
+    // Where an inode whose move ends in dir is named: by a local entry
+    // (nullopt), or CONFIRMED on dir's server.
+    std::optional<RemoteParent> settled_in(const pfs_entry_id& dir) const;
     // MOVE to the owner of id.
     awaitable<Status> tell_owner(const pfs_entry_id& id, const pfs_entry_id& from, const pfs_entry_id& to,
                                  uint8_t phase);

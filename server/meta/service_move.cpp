@@ -52,6 +52,11 @@ awaitable<Status> Service::tell_owner(const pfs_entry_id& id, const pfs_entry_id
     co_return ok_status();
 }
 
+std::optional<RemoteParent> Service::settled_in(const pfs_entry_id& dir) const {
+    if (ns_->is_local(dir)) return std::nullopt;
+    return RemoteParent{.dir = dir, .state = PFS_DETACHED_CONFIRMED};
+}
+
 awaitable<Status> Service::check_not_below(const pfs_entry_id& moved, pfs_entry_id dir) {
     // Walks up from dir by "..", across servers. Two concurrent moves of
     // directories into each other's trees could both pass (see README).
@@ -131,7 +136,7 @@ awaitable<Reply> Service::move_across(const Request& req, const pfs_rename& m) {
         co_return Reply::from(st.error());
     }
     if (local) {
-        if (auto st = ns_->set_remote(id, RemoteParent{.dir = m.dst_dir, .state = PFS_DETACHED_CONFIRMED}); !st)
+        if (auto st = ns_->set_remote(id, settled_in(m.dst_dir)); !st)
             log::error("moved inode not confirmed", {{"ino", id.ino}, {"error", st.error().message}});
     }
     const pfs_entry_id ids[] = {m.src_dir, id};
@@ -158,12 +163,6 @@ awaitable<Reply> Service::on_move(Request& req) {
             co_return co_await finish(Reply::ok());
         co_return Reply::from(now_at.error());
     }
-    // Where the entry ends: a local entry (none) or another server's.
-    auto place = [this](const pfs_entry_id& dir) {
-        std::optional<RemoteParent> p;
-        if (!ns_->is_local(dir)) p = RemoteParent{.dir = dir, .state = PFS_DETACHED_CONFIRMED};
-        return p;
-    };
     Status st = ok_status();
     switch (m->phase) {
         case PFS_MOVE_PREPARE:
@@ -179,7 +178,7 @@ awaitable<Reply> Service::on_move(Request& req) {
         case PFS_MOVE_ABORT: {
             const auto& end = m->phase == PFS_MOVE_COMMIT ? m->to : m->from;
             if (now_at->moving() && same_id(now_at->dir, m->to) && same_id(now_at->from, m->from))
-                st = ns_->set_remote(m->id, place(end));
+                st = ns_->set_remote(m->id, settled_in(end));
             else if (now_at->moving() || !same_id(now_at->dir, end))
                 st = Error{-EINVAL, "the inode is not moving so"};
             break;
@@ -208,9 +207,7 @@ awaitable<Reply> Service::on_entry_drop(Request& req) {
     if (busy_.contains(EntryKey::of(*m))) co_return Reply::fail(EBUSY, "the entry is being moved or removed");
     // Dropped already (or never added): done all the same, once durable.
     if (auto dir = ns_->holder_of(*m)) {
-        auto name = ns_->entry_name(*dir, *m);
-        if (!name) co_return Reply::fail(EIO, "an entry naming the inode is lost");
-        if (auto st = ns_->drop_entry(*dir, *name, *m, now()); !st) co_return Reply::from(st.error());
+        if (auto st = ns_->drop_entry(*dir, *m, now()); !st) co_return Reply::from(st.error());
         changed(req, std::span<const pfs_entry_id>(&*dir, 1));
     }
     co_return co_await finish(Reply::ok());

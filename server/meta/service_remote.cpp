@@ -271,9 +271,7 @@ awaitable<void> Service::settle_detached_once() {
 awaitable<void> Service::settle_move(const Detached& d, bool from_names, bool to_names) {
     const auto& r = d.remote;
     auto settle_at = [&](const pfs_entry_id& dir) {
-        std::optional<RemoteParent> place;
-        if (!ns_->is_local(dir)) place = RemoteParent{.dir = dir, .state = PFS_DETACHED_CONFIRMED};
-        if (auto st = ns_->set_remote(d.id, place); !st)
+        if (auto st = ns_->set_remote(d.id, settled_in(dir)); !st)
             log::error("moved inode not settled", {{"ino", d.id.ino}, {"error", st.error().message}});
     };
     if (!from_names && !to_names) {
@@ -286,8 +284,7 @@ awaitable<void> Service::settle_move(const Detached& d, bool from_names, bool to
         // finish the move, the client was never answered.
         Status dropped = ok_status();
         if (ns_->is_local(r.from)) {
-            auto name = ns_->entry_name(r.from, d.id);
-            dropped = name ? ns_->drop_entry(r.from, *name, d.id, now()) : ok_status();
+            dropped = ns_->drop_entry(r.from, d.id, now());
         } else if (auto done = co_await cluster_.call_meta_ok(r.from.owner_node, PFS_MSG_ENTRY_DROP,
                                                                encode(pfs_x_entry_id, d.id));
                    !done) {
