@@ -101,6 +101,7 @@ void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 		set_bit(PFS_INO_INVALID_DATA, &pi->flags);
 	pi->reported_size = attr->size;
 	pi->attr_time = jiffies;
+	WRITE_ONCE(pi->perm_time, pi->attr_time);
 	set_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
 }
 
@@ -153,6 +154,10 @@ void pfs_notice(void *ctx, u16 type, const void *payload, u32 len)
 	struct inode *inode;
 	u32 i;
 
+	if (type == PFS_MSG_INVALIDATE_ALL) {
+		pfs_notices_lost(ctx);
+		return;
+	}
 	if (type != PFS_MSG_INVALIDATE)
 		return;
 	if (pfs_decode(pfs_x_invalidate, &m, payload, len)) {
@@ -170,6 +175,13 @@ void pfs_notice(void *ctx, u16 type, const void *payload, u32 len)
 			atomic_inc(&PFS_I(inode)->names_gen);
 	}
 	rcu_read_unlock();
+}
+
+void pfs_notices_lost(void *ctx)
+{
+	struct pfs_sb_info *sbi = ctx;
+
+	atomic_inc(&sbi->names_epoch);
 }
 
 static int pfs_inode_set(struct inode *inode, void *data)
@@ -262,14 +274,28 @@ static int pfs_getattr_call(struct inode *inode, struct pfs_attr *attr)
 				 pfs_x_entry_id, id, attr, NULL);
 }
 
-bool pfs_attr_fresh(struct inode *inode)
+static bool pfs_ttl_fresh(struct inode *inode, unsigned long when)
 {
-	unsigned long when = READ_ONCE(PFS_I(inode)->attr_time);
-
 	return when && time_before(jiffies, when + PFS_SB(inode->i_sb)->attr_ttl);
 }
 
+bool pfs_attr_fresh(struct inode *inode)
+{
+	return pfs_ttl_fresh(inode, READ_ONCE(PFS_I(inode)->attr_time));
+}
+
+bool pfs_perm_fresh(struct inode *inode)
+{
+	return pfs_ttl_fresh(inode, READ_ONCE(PFS_I(inode)->perm_time));
+}
+
 void pfs_attr_expire(struct inode *inode)
+{
+	WRITE_ONCE(PFS_I(inode)->attr_time, 0);
+	WRITE_ONCE(PFS_I(inode)->perm_time, 0);
+}
+
+void pfs_attr_expire_times(struct inode *inode)
 {
 	WRITE_ONCE(PFS_I(inode)->attr_time, 0);
 }

@@ -43,14 +43,28 @@ static int pfs_lookup_name(struct inode *dir, const struct qstr *name,
 }
 
 /*
- * A dentry is trusted for attr_ttl after it was verified, unless the
+ * A dentry is trusted for name_ttl after it was verified, unless the
  * metadata server said in between that names in its directory changed
- * (pfs_notice bumps the directory's names_gen). gen: the directory's
- * names_gen sampled before the request that verified the dentry.
+ * (pfs_notice bumps the directory's names_gen) or notices may have been
+ * lost (the mount's names_epoch). Every request that verifies a name
+ * makes the server watch the directory for this client (see
+ * PFS_MSG_INVALIDATE), so silence means no change. gen: the sum of both
+ * counters sampled before the request that verified the dentry; both only
+ * grow, so the sum stays the same exactly while neither moves.
  */
 static unsigned int pfs_names_gen(struct inode *dir)
 {
-	return atomic_read(&PFS_I(dir)->names_gen);
+	return atomic_read(&PFS_I(dir)->names_gen) +
+	       atomic_read(&PFS_SB(dir->i_sb)->names_epoch);
+}
+
+/*
+ * A change of ours to dir's names failed: it may have been made all the
+ * same (a lost reply), or our dentries were wrong (EEXIST, ENOENT).
+ */
+static void pfs_names_doubt(struct inode *dir)
+{
+	atomic_inc(&PFS_I(dir)->names_gen);
 }
 
 static void pfs_dentry_stamp(struct dentry *dentry, unsigned int gen)
@@ -61,7 +75,7 @@ static void pfs_dentry_stamp(struct dentry *dentry, unsigned int gen)
 
 static bool pfs_dentry_fresh(struct dentry *dentry)
 {
-	unsigned long ttl = PFS_SB(dentry->d_sb)->attr_ttl;
+	unsigned long ttl = PFS_SB(dentry->d_sb)->name_ttl;
 	unsigned long when = READ_ONCE(dentry->d_time);
 	struct inode *dir;
 	bool fresh;
@@ -169,6 +183,7 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 			  umode_t mode, u32 flags)
 {
 	struct posix_acl *default_acl = NULL, *acl = NULL;
+	unsigned int gen = pfs_names_gen(dir);
 	struct pfs_layout *layout = NULL;
 	struct pfs_create *m;
 	struct pfs_attr attr;
@@ -192,9 +207,11 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
 			       &attr, layout);
-	pfs_attr_expire(dir);
-	if (rc)
+	pfs_attr_expire_times(dir);
+	if (rc) {
+		pfs_names_doubt(dir);
 		goto out;
+	}
 	inode = pfs_iget(dir->i_sb, &attr);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
@@ -208,7 +225,7 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 		goto out_opened;
 	}
 	d_instantiate(dentry, inode);
-	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+	pfs_dentry_stamp(dentry, gen);
 	goto out;
 out_opened:
 	if (flags & PFS_CREATE_OPEN)
@@ -396,6 +413,7 @@ static int pfs_mkdir(pfs_idmap_t *idmap, struct inode *dir,
 static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
 		       struct dentry *dentry, const char *target)
 {
+	unsigned int gen = pfs_names_gen(dir);
 	struct pfs_symlink *m;
 	struct pfs_attr attr;
 	struct inode *inode;
@@ -413,15 +431,17 @@ static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_SYMLINK,
 			       pfs_x_symlink, m, &attr, NULL);
-	pfs_attr_expire(dir);
-	if (rc)
+	pfs_attr_expire_times(dir);
+	if (rc) {
+		pfs_names_doubt(dir);
 		goto out;
+	}
 	inode = pfs_iget(dir->i_sb, &attr);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out;
 	d_instantiate(dentry, inode);
-	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+	pfs_dentry_stamp(dentry, gen);
 out:
 	kfree(m);
 	return rc;
@@ -431,6 +451,7 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 		    struct dentry *dentry)
 {
 	struct inode *inode = d_inode(old_dentry);
+	unsigned int gen = pfs_names_gen(dir);
 	struct pfs_link *m;
 	struct pfs_attr attr;
 	int rc;
@@ -445,13 +466,15 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
 			       m, &attr, NULL);
-	pfs_attr_expire(dir);
-	if (rc)
+	pfs_attr_expire_times(dir);
+	if (rc) {
+		pfs_names_doubt(dir);
 		goto out;
+	}
 	pfs_inode_update(inode, &attr);
 	ihold(inode);
 	d_instantiate(dentry, inode);
-	pfs_dentry_stamp(dentry, pfs_names_gen(dir));
+	pfs_dentry_stamp(dentry, gen);
 out:
 	kfree(m);
 	return rc;
@@ -473,14 +496,16 @@ static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
 		rc = pfs_meta_simple(dir->i_sb, &m->dir, type, pfs_x_name_req,
 				     m);
 	kfree(m);
-	pfs_attr_expire(dir);
-	if (rc)
+	pfs_attr_expire_times(dir);
+	if (rc) {
+		pfs_names_doubt(dir);
 		return rc;
+	}
 	if (type == PFS_MSG_RMDIR)
 		clear_nlink(inode);
 	else if (inode->i_nlink)
 		drop_nlink(inode);
-	pfs_attr_expire(inode);
+	pfs_attr_expire_times(inode);
 	return 0;
 }
 
@@ -499,6 +524,8 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 		      struct dentry *new_dentry, unsigned int flags)
 {
 	struct inode *target = d_inode(new_dentry);
+	unsigned int old_gen = pfs_names_gen(old_dir);
+	unsigned int new_gen = pfs_names_gen(new_dir);
 	struct pfs_rename *m;
 	int rc;
 
@@ -517,11 +544,14 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 		rc = pfs_meta_simple(old_dir->i_sb, &m->src_dir,
 				     PFS_MSG_RENAME, pfs_x_rename, m);
 	kfree(m);
-	pfs_attr_expire(old_dir);
-	pfs_attr_expire(new_dir);
-	if (rc)
+	pfs_attr_expire_times(old_dir);
+	pfs_attr_expire_times(new_dir);
+	if (rc) {
+		pfs_names_doubt(old_dir);
+		pfs_names_doubt(new_dir);
 		return rc;
-	pfs_attr_expire(d_inode(old_dentry));
+	}
+	pfs_attr_expire_times(d_inode(old_dentry));
 	if (target) {
 		if (!(flags & RENAME_EXCHANGE)) {
 			if (S_ISDIR(target->i_mode))
@@ -529,22 +559,28 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 			else if (target->i_nlink)
 				drop_nlink(target);
 		}
-		pfs_attr_expire(target);
+		pfs_attr_expire_times(target);
 	}
 	/* d_move() swaps their places after this returns. */
-	pfs_dentry_stamp(old_dentry, pfs_names_gen(new_dir));
-	pfs_dentry_stamp(new_dentry, pfs_names_gen(old_dir));
+	pfs_dentry_stamp(old_dentry, new_gen);
+	pfs_dentry_stamp(new_dentry, old_gen);
+	/*
+	 * The source's server made the change; the target directory's server
+	 * added the entry on its behalf and watches nothing for us there.
+	 */
+	if (PFS_I(old_dir)->id.owner_node != PFS_I(new_dir)->id.owner_node)
+		WRITE_ONCE(old_dentry->d_time, 0);
 	return 0;
 }
 
 static int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
 {
-	if (mask & MAY_NOT_BLOCK) {
-		if (!pfs_attr_fresh(inode))
-			return -ECHILD;
-	} else {
-		int rc = pfs_revalidate_inode(inode, false);
+	if (!pfs_perm_fresh(inode)) {
+		int rc;
 
+		if (mask & MAY_NOT_BLOCK)
+			return -ECHILD;
+		rc = pfs_revalidate_inode(inode, true);
 		if (rc)
 			return rc;
 	}

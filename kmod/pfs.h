@@ -45,7 +45,8 @@ struct pfs_mount_opts {
 	char *secret_file;
 	unsigned int timeout_ms;
 	unsigned int connect_timeout_ms;
-	unsigned int attr_ttl_ms;	/* dentry and attribute cache */
+	unsigned int attr_ttl_ms;	/* attribute cache */
+	unsigned int name_ttl_ms;	/* dentry cache; PFS_NAME_TTL_UNSET */
 	unsigned int conns_per_server;
 	enum pfs_cache_mode cache;
 };
@@ -58,6 +59,13 @@ struct pfs_sb_info {
 	struct pfs_entry_id root;
 	u64 client_id;
 	unsigned long attr_ttl;		/* jiffies */
+	unsigned long name_ttl;		/* jiffies */
+	/*
+	 * Bumped whenever notices may have been lost (a connection ended,
+	 * INVALIDATE_ALL): added to every directory's names_gen, so every
+	 * dentry stamped before goes back to the server.
+	 */
+	atomic_t names_epoch;
 	/* keeps our session (locks, opens) alive on the metadata server */
 	struct delayed_work session_work;
 	unsigned long session_renew;	/* jiffies between renewals */
@@ -74,13 +82,22 @@ struct pfs_inode_info {
 	struct pfs_entry_id id;
 	/* jiffies when attributes were fetched; 0: expired */
 	unsigned long attr_time;
+	/*
+	 * The same for mode, owner and ACLs alone, which our own changes of
+	 * names in a directory leave alone: its permission checks need no
+	 * new GETATTR after each create or unlink.
+	 */
+	unsigned long perm_time;
 	/* regular files: the stripe layout, from the first CREATE or OPEN */
 	struct mutex layout_lock;
 	struct pfs_layout *layout;	/* NULL until known; then immutable */
 	/* the largest size the metadata server has been told of */
 	u64 reported_size;
 	unsigned long flags;		/* PFS_INO_* bits */
-	/* directories: bumped when the server says names in it changed */
+	/*
+	 * directories: bumped when the server says names in it changed, or
+	 * when a change of ours failed (it may have happened all the same)
+	 */
 	atomic_t names_gen;
 };
 
@@ -204,6 +221,10 @@ int pfs_revalidate_inode(struct inode *inode, bool force);
 /* Attributes younger than the attribute TTL; expire forces a refetch. */
 bool pfs_attr_fresh(struct inode *inode);
 void pfs_attr_expire(struct inode *inode);
+/* Only times, size and link count changed: permission checks stay cached. */
+void pfs_attr_expire_times(struct inode *inode);
+/* Mode, owner and ACLs younger than the attribute TTL. */
+bool pfs_perm_fresh(struct inode *inode);
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
 		struct kstat *stat, u32 request_mask, unsigned int flags);
 int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry,
@@ -212,9 +233,12 @@ int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry,
 int pfs_apply_setattr(struct inode *inode, struct iattr *ia);
 /*
  * The transport's notify callback (ctx: the pfs_sb_info): INVALIDATE
- * notices expire the attributes and dentries of the entries named.
+ * notices expire the attributes and dentries of the entries named,
+ * INVALIDATE_ALL every dentry.
  */
 void pfs_notice(void *ctx, u16 type, const void *payload, u32 len);
+/* Its lost callback: a connection's notices are gone, so is every dentry. */
+void pfs_notices_lost(void *ctx);
 /* Stores the layout of a regular file if none is known yet. */
 int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout);
 extern const struct inode_operations pfs_file_iops;

@@ -25,6 +25,13 @@
 #define PFS_DEFAULT_TIMEOUT_MS		30000
 #define PFS_DEFAULT_CONNECT_TIMEOUT_MS	5000
 #define PFS_DEFAULT_ATTR_TTL_MS		1000
+/*
+ * Names are trusted longer than attributes: the server's notices, which
+ * cannot be lost unnoticed, end them when they change.
+ */
+#define PFS_DEFAULT_NAME_TTL_MS		30000
+#define PFS_NAME_TTL_UNSET		U32_MAX
+#define PFS_TTL_MAX_MS			3600000
 #define PFS_DEFAULT_CONNS		2
 #define PFS_DEFAULT_SESSION_RENEW	(10 * HZ)
 #define PFS_MAX_CONNS			64
@@ -38,6 +45,7 @@ enum pfs_param {
 	Opt_timeout,
 	Opt_connect_timeout,
 	Opt_attr_ttl,
+	Opt_name_ttl,
 	Opt_conns,
 	Opt_cache,
 };
@@ -53,6 +61,7 @@ static const struct fs_parameter_spec pfs_fs_parameters[] = {
 	fsparam_u32("timeout", Opt_timeout),
 	fsparam_u32("connect_timeout", Opt_connect_timeout),
 	fsparam_u32("attr_ttl", Opt_attr_ttl),
+	fsparam_u32("name_ttl", Opt_name_ttl),
 	fsparam_u32("conns", Opt_conns),
 	fsparam_enum("cache", Opt_cache, pfs_cache_modes),
 	{}
@@ -95,9 +104,16 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		opts->connect_timeout_ms = result.uint_32;
 		break;
 	case Opt_attr_ttl:
-		if (result.uint_32 > 3600000)
-			return invalfc(fc, "attr_ttl must be 0..3600000 ms");
+		if (result.uint_32 > PFS_TTL_MAX_MS)
+			return invalfc(fc, "attr_ttl must be 0..%u ms",
+				       PFS_TTL_MAX_MS);
 		opts->attr_ttl_ms = result.uint_32;
+		break;
+	case Opt_name_ttl:
+		if (result.uint_32 > PFS_TTL_MAX_MS)
+			return invalfc(fc, "name_ttl must be 0..%u ms",
+				       PFS_TTL_MAX_MS);
+		opts->name_ttl_ms = result.uint_32;
 		break;
 	case Opt_conns:
 		if (result.uint_32 < 1 || result.uint_32 > PFS_MAX_CONNS)
@@ -228,6 +244,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 		return NULL;
 	memset(&pi->id, 0, sizeof(pi->id));
 	pi->attr_time = 0;
+	pi->perm_time = 0;
 	pi->layout = NULL;
 	pi->reported_size = 0;
 	pi->flags = 0;
@@ -283,9 +300,10 @@ static int pfs_show_options(struct seq_file *m, struct dentry *root)
 	const struct pfs_mount_opts *opts = &PFS_SB(root->d_sb)->opts;
 
 	seq_show_option(m, "secret_file", opts->secret_file);
-	seq_printf(m, ",timeout=%u,connect_timeout=%u,attr_ttl=%u,conns=%u",
+	seq_printf(m, ",timeout=%u,connect_timeout=%u,attr_ttl=%u,name_ttl=%u,conns=%u",
 		   opts->timeout_ms, opts->connect_timeout_ms,
-		   opts->attr_ttl_ms, opts->conns_per_server);
+		   opts->attr_ttl_ms, opts->name_ttl_ms,
+		   opts->conns_per_server);
 	seq_printf(m, ",cache=%s",
 		   opts->cache == PFS_CACHE_NONE ? "none" : "buffered");
 	return 0;
@@ -368,6 +386,7 @@ static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
 		.conns_per_server = sbi->opts.conns_per_server,
 		.client_id = sbi->client_id,
 		.notify = pfs_notice,
+		.lost = pfs_notices_lost,
 		.notify_ctx = sbi,
 	};
 	u8 *secret = NULL;
@@ -493,7 +512,13 @@ static int pfs_get_tree(struct fs_context *fc)
 		kfree(sbi);
 		return -ENOMEM;
 	}
+	/* attr_ttl=0 (always ask) covers names, unless name_ttl says. */
+	if (sbi->opts.name_ttl_ms == PFS_NAME_TTL_UNSET)
+		sbi->opts.name_ttl_ms = sbi->opts.attr_ttl_ms ?
+			max(sbi->opts.attr_ttl_ms, PFS_DEFAULT_NAME_TTL_MS) : 0;
 	sbi->attr_ttl = msecs_to_jiffies(sbi->opts.attr_ttl_ms);
+	sbi->name_ttl = msecs_to_jiffies(sbi->opts.name_ttl_ms);
+	atomic_set(&sbi->names_epoch, 0);
 	INIT_DELAYED_WORK(&sbi->session_work, pfs_session_renew);
 	sbi->session_renew = PFS_DEFAULT_SESSION_RENEW;
 	get_random_bytes(&sbi->client_id, sizeof(sbi->client_id));
@@ -545,6 +570,7 @@ static int pfs_init_fs_context(struct fs_context *fc)
 	opts->timeout_ms = PFS_DEFAULT_TIMEOUT_MS;
 	opts->connect_timeout_ms = PFS_DEFAULT_CONNECT_TIMEOUT_MS;
 	opts->attr_ttl_ms = PFS_DEFAULT_ATTR_TTL_MS;
+	opts->name_ttl_ms = PFS_NAME_TTL_UNSET;
 	opts->conns_per_server = PFS_DEFAULT_CONNS;
 	opts->cache = PFS_CACHE_BUFFERED;
 	fc->fs_private = opts;

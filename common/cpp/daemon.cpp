@@ -31,13 +31,21 @@ int parse_or_exit(Options& options, int argc, char** argv) {
     return -1;
 }
 
-void stop_on_signals(asio::io_context& io, asio::signal_set& signals) {
+void stop_on_signals(asio::io_context& io, asio::signal_set& signals, std::function<awaitable<void>()> before_stop,
+                     std::chrono::milliseconds grace) {
     signals.add(SIGINT);
     signals.add(SIGTERM);
-    signals.async_wait([&io](boost::system::error_code ec, int signo) {
+    signals.async_wait([&io, before_stop = std::move(before_stop), grace](boost::system::error_code ec, int signo) {
         if (ec) return;
         log::info("shutting down", {{"signal", signo}});
-        io.stop();
+        if (!before_stop) {
+            io.stop();
+            return;
+        }
+        // Whichever ends first stops the loop: the work, or its grace.
+        auto timer = std::make_shared<asio::steady_timer>(io, grace);
+        timer->async_wait([&io](boost::system::error_code) { io.stop(); });
+        asio::co_spawn(io, before_stop(), [&io, timer](std::exception_ptr) { io.stop(); });
     });
 }
 

@@ -1,6 +1,9 @@
 // What every PFS daemon does the same way at start-up.
 #pragma once
 
+#include <chrono>
+#include <functional>
+
 #include "asio.hpp"
 #include "auth_crypto.hpp"
 #include "config.hpp"
@@ -15,8 +18,11 @@ void add_auth_option(Options& options);
 Result<auth::Secret> load_secret(const Options& options);
 // Parses options; returns an exit code to leave with, or -1 to go on.
 int parse_or_exit(Options& options, int argc, char** argv);
-// Stops the loop on SIGINT/SIGTERM, logging the signal.
-void stop_on_signals(asio::io_context& io, asio::signal_set& signals);
+// Stops the loop on SIGINT/SIGTERM, logging the signal; runs before_stop
+// (when given) first, for at most `grace`.
+void stop_on_signals(asio::io_context& io, asio::signal_set& signals,
+                     std::function<awaitable<void>()> before_stop = {},
+                     std::chrono::milliseconds grace = std::chrono::seconds(5));
 // mkdir -p with a clear error.
 Status ensure_directory(const std::string& path);
 

@@ -103,7 +103,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     agent.start();
     log::info("listening", {{"port", *port}, {"mgmtd", mgmtd->str()}, {"state_dir", state_dir}});
     asio::signal_set signals(io);
-    daemon::stop_on_signals(io, signals);
+    daemon::stop_on_signals(io, signals, context.before_stop);
     io.run();
     // Pending handlers go first, while the parts they point into live; the
     // parts, the agent and the server then close their sockets, and the

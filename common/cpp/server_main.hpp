@@ -30,6 +30,9 @@ struct DaemonContext {
     const auth::Secret& secret;
     std::filesystem::path state_dir;
     const Options& options;  // parsed: the daemon's own options among them
+    // Work to finish on SIGINT/SIGTERM before the loop stops (at most a
+    // few seconds); install may set it.
+    std::function<awaitable<void>()> before_stop = {};
 };
 
 // What a daemon builds at install (its service, stores, clients), kept until

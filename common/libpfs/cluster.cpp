@@ -144,10 +144,13 @@ ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
 }
 
 void Cluster::deliver(const Frame& frame) {
-    if (frame.header.type != PFS_MSG_INVALIDATE) return;
     auto it = notices_.find(frame.header.client_id);
     if (it == notices_.end()) return;
-    if (auto notice = decode(frame.payload, pfs_x_invalidate)) it->second(*notice);
+    if (frame.header.type == PFS_MSG_INVALIDATE_ALL) {
+        it->second(pfs_invalidate{});  // count 0: everything
+    } else if (frame.header.type == PFS_MSG_INVALIDATE) {
+        if (auto notice = decode(frame.payload, pfs_x_invalidate)) it->second(*notice);
+    }
 }
 
 Result<uint32_t> Cluster::root_meta() const {

@@ -47,7 +47,8 @@ public:
     uint64_t refreshes() const { return refreshes_; }
     asio::any_io_executor executor() const { return ex_; }
     // INVALIDATE notices from the metadata servers for one client id (the
-    // server names the client in the notice's header).
+    // server names the client in the notice's header); INVALIDATE_ALL
+    // arrives as a notice with count 0.
     using NoticeFn = std::function<void(const pfs_invalidate&)>;
     void on_notice(uint64_t client_id, NoticeFn fn) { notices_[client_id] = std::move(fn); }
     void drop_notices(uint64_t client_id) { notices_.erase(client_id); }

@@ -76,6 +76,10 @@ FileSystem::FileSystem(Cluster& cluster, FileSystemOptions options)
 FileSystem::~FileSystem() { cluster_.drop_notices(keeper_.client_id()); }
 
 void FileSystem::invalidate(const pfs_invalidate& notice) {
+    if (notice.count == 0) {
+        dir_cache_.clear();
+        return;
+    }
     auto named = [&](const pfs_entry_id& id) {
         return std::any_of(notice.ids, notice.ids + notice.count, [&](const pfs_entry_id& n) {
             return n.ino == id.ino && n.owner_node == id.owner_node && n.generation == id.generation;

@@ -127,7 +127,8 @@ private:
         std::chrono::steady_clock::time_point expires;
     };
     static std::string cache_key(const pfs_entry_id& dir, std::string_view name);
-    // An INVALIDATE notice: cached names in or of the entries go.
+    // An INVALIDATE notice: cached names in or of the entries go (count 0,
+    // INVALIDATE_ALL: all of them).
     void invalidate(const pfs_invalidate& notice);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
     // OPEN_NAME or OPEN of an existing entry: the reply of an open.

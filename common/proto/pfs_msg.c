@@ -783,6 +783,8 @@ const char *pfs_msg_name(__u16 type)
 		return "SESSION_END";
 	case PFS_MSG_INVALIDATE:
 		return "INVALIDATE";
+	case PFS_MSG_INVALIDATE_ALL:
+		return "INVALIDATE_ALL";
 	case PFS_MSG_OPEN_NAME:
 		return "OPEN_NAME";
 	case PFS_MSG_MKDIR_ON:

@@ -96,6 +96,12 @@ enum pfs_msg_type {
 	PFS_MSG_SESSION_END = 224,	/* empty */
 	PFS_MSG_INVALIDATE = 225,	/* notify: pfs_invalidate */
 	/*
+	 * notify, empty: the server stopped tracking what it told this
+	 * client (its table was full, or notices could not be delivered):
+	 * everything the client caches from it may be stale.
+	 */
+	PFS_MSG_INVALIDATE_ALL = 235,
+	/*
 	 * LOOKUP and OPEN in one: a regular file is opened (counted as OPEN
 	 * counts it) and its layout follows the attributes; any other type
 	 * is only looked up (pfs_attr alone, nothing opened).
@@ -695,12 +701,15 @@ struct pfs_session {
 /*
  * INVALIDATE (metadata server -> client, PFS_FLAG_NOTIFY, header.client_id
  * = the client told): entries whose attributes changed, and directories
- * whose names changed, by another client's request. A client is told about an entry it was answered about
- * (LOOKUP, GETATTR, CREATE, OPEN, READDIR of a directory) once: after the
- * notice it must ask again to hear of the next change. The notice is a
- * hint that shortens the attribute and dentry cache lifetimes; the TTL
- * still bounds staleness when notices are dropped (a server that tracks
- * too many entries forgets some; a notice to a busy connection is lost).
+ * whose names changed, by another client's request. A client is told
+ * about an entry it was answered about (LOOKUP, GETATTR, CREATE, OPEN,
+ * READDIR of a directory) or changed (a directory it created, removed or
+ * renamed a name in) once: after the notice it must ask again to hear of
+ * the next change. Notices are never dropped silently: when the server
+ * forgets what it told a client, or cannot deliver a notice, the client
+ * gets INVALIDATE_ALL (at once, or before the reply to its next request),
+ * and a lost connection loses the notices it would have carried. Clients
+ * may therefore trust names longer than attributes (pfs.ko's name_ttl).
  */
 #define PFS_INVALIDATE_MAX	4	/* ids in one notice */
 

@@ -434,6 +434,8 @@ static int pfs_conn_rx_thread(void *arg)
 	if (!READ_ONCE(c->closing) && !pfs_conn_dead(c))
 		pr_info_ratelimited("%s: connection lost (%d)\n", c->peer, err);
 	pfs_conn_kill(c, -EIO);
+	if (!READ_ONCE(c->closing) && c->net->cfg.lost)
+		c->net->cfg.lost(c->net->cfg.notify_ctx);
 	/* Lost mgmtd: reconnect and resubscribe, the map may have changed. */
 	if (c->mgmt && !READ_ONCE(c->closing))
 		pfs_map_schedule(c->net, 0);

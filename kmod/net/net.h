@@ -35,6 +35,11 @@ struct pfs_net_config {
 	 * be NULL.
 	 */
 	void (*notify)(void *ctx, u16 type, const void *payload, u32 len);
+	/*
+	 * A connection ended other than by pfs_net_stop: the notices it
+	 * would have carried are lost (same context rules). May be NULL.
+	 */
+	void (*lost)(void *ctx);
 	void *notify_ctx;
 };
 

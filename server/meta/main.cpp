@@ -40,6 +40,8 @@ struct MetaServer {
         service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout,
                                                   meta::DirPlacement(*placement));
         service->install();
+        // Not a coroutine itself: the lambda may be gone before the work ends.
+        ctx.before_stop = [this] { return service->flush_deletions(); };
         // The namespace is owned by this node's id: open it once that is known.
         agent.on_registered([this, &io = ctx.io, dir = ctx.state_dir](uint32_t node_id) {
             if (opening) return;

@@ -55,6 +55,7 @@ void Service::install() {
                 auto st = sessions_.touch(client, Sessions::Clock::now());
                 if (!st) co_return Reply::from(st.error());
                 notice_conns_[client] = req.conn;
+                settle_notices(req);
             }
             if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
             co_return co_await (this->*method)(req);
@@ -114,7 +115,6 @@ awaitable<Reply> Service::added_reply(const Request& req, const pfs_entry_id& di
     if (!attr) co_return Reply::from(attr.error());
     const pfs_entry_id ids[] = {dir, attr->id};
     changed(req, ids);
-    watched(req, attr->id);
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
 }
 
@@ -173,8 +173,10 @@ awaitable<Reply> Service::on_create(Request& req) {
     if (created->created) {
         const pfs_entry_id ids[] = {m->dir, created->attr.id};
         changed(req, ids);
+    } else {
+        watched(req, m->dir);
+        watched(req, created->attr.id);
     }
-    watched(req, created->attr.id);
     if (m->flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
@@ -222,6 +224,7 @@ awaitable<Reply> Service::on_unlink(Request& req) {
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
     changed(req, ids);
+    if (out->attr.nlink == 0) callbacks_.forget(out->attr.id);
     co_return co_await finish(Reply::ok(), out->freed);
 }
 
@@ -235,6 +238,7 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
     changed(req, ids);
+    callbacks_.forget(out->attr.id);
     co_return co_await finish(Reply::ok());
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "callbacks.hpp"
 #include "chunk_reaper.hpp"
@@ -42,6 +43,8 @@ public:
     void install();
     // Frees the files a crash left unlinked but not yet removed.
     awaitable<void> purge_orphans();
+    // Chunk deletions still queued go out now (clean shutdown).
+    awaitable<void> flush_deletions() { return reaper_.flush(); }
     // Ends the sessions of clients gone silent, every quarter timeout; runs
     // until the executor stops.
     awaitable<void> expire_sessions();
@@ -123,9 +126,17 @@ private:
 
     // Cache coherence (callbacks.hpp): the requesting client was answered
     // about id; ids changed on behalf of the requesting client, so the
-    // other clients that cache them are told (PFS_MSG_INVALIDATE).
+    // other clients that cache them are told (PFS_MSG_INVALIDATE) and the
+    // requester watches them.
     void watched(const Request& req, const pfs_entry_id& id);
     void changed(const Request& req, std::span<const pfs_entry_id> ids);
+    // A notice to client on its latest connection.
+    enum class Notice { sent, no_connection, backlog };
+    Notice notify(uint64_t client, uint16_t type, Bytes body);
+    // The callback table forgot everything: every client hears it.
+    void tell_all_forgotten();
+    // A client owed INVALIDATE_ALL gets it ahead of this request's reply.
+    void settle_notices(const Request& req);
 
     // Durable, then the reply; freed chunks go after the reply is settled.
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
@@ -159,6 +170,9 @@ private:
     std::set<EntryKey> busy_;
     // Where each client's notices go: the connection of its latest request.
     std::unordered_map<uint64_t, std::weak_ptr<Connection>> notice_conns_;
+    // Clients a notice could not reach over their open connection, or whose
+    // session expired while it stayed open: they get INVALIDATE_ALL.
+    std::unordered_set<uint64_t> owe_reset_;
 };
 
 }  // namespace pfs::meta

@@ -125,7 +125,13 @@ awaitable<void> Service::expire_sessions() {
         if (ec) co_return;
         if (!ns_) continue;
         auto expired = sessions_.expire(Sessions::Clock::now());
-        for (const auto& ended : expired) co_await end_session(ended, "expired");
+        for (const auto& ended : expired) {
+            // Expired over a connection that stays open: notices for its
+            // watches go nowhere until it comes back, so it is owed one.
+            if (notify(ended.client, PFS_MSG_INVALIDATE_ALL, {}) != Notice::no_connection)
+                owe_reset_.insert(ended.client);
+            co_await end_session(ended, "expired");
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 # its options and capacity, serves the namespace (mkdir, create, write and
 # read back, rename, link, symlink, xattrs, unlink, rmdir); changes made
 # through pfs-ctl (libpfs, another client) show up after the attribute TTL;
-# umount and rmmod leave nothing behind.
+# another mount's changes show up through notices long before the TTLs, and
+# a metadata server's restart ends every name a mount trusted; umount and
+# rmmod leave nothing behind.
 . "$(dirname "$0")/lib.sh"
 
 MNT=/mnt/pfs
@@ -109,6 +111,36 @@ wait_until "the other mount's append to show" \
 	eval "[ \"\$(cat $MNT2/n.old/f)\" = \"\$(printf 'one\\nmore')\" ]"
 umount_pfs $MNT2
 rm -r $MNT/n $MNT/n.old
+
+step "names a client changed itself stay watched; a lost connection ends every trusted name"
+# name_ttl: names outlive attr_ttl (1 s) on the strength of the notices.
+mount_pfs $MNT2 name_ttl=600000
+grep " $MNT2 pfs " /proc/mounts | grep -q "attr_ttl=1000,name_ttl=600000" ||
+	fail "show_options does not show name_ttl=600000"
+mkdir $MNT/w
+echo one > $MNT/w/f
+stat $MNT2/w/f > /dev/null
+# The notice for x ends $MNT2's watch of w; its own create of h must
+# start a new one, or the removal of h would go untold.
+echo x > $MNT/w/x
+wait_until "the other mount's create to show" test -e $MNT2/w/x
+echo h > $MNT2/w/h
+rm $MNT/w/h
+wait_until "the removal of a name this mount created to show" \
+	eval "[ ! -e $MNT2/w/h ]"
+# A restarted server knows no watches: $MNT2 saw its connection go, and
+# must ask again about w/f at once, not after name_ttl.
+stat $MNT2/w/f > /dev/null
+pid=$(cat "$PFS_CLUSTER_DIR/run/meta1.pid")
+kill -KILL "$pid"
+wait "$pid" 2> /dev/null || true
+pfs_start_daemon meta1 server/meta/pfs-meta
+wait_until "pfs-meta serving the namespace again" eval 'pfs_ctl stat / > /dev/null 2>&1'
+mv $MNT/w/f $MNT/w/g
+[ -e $MNT2/w/f ] && fail "a name cached before the server restarted outlived it"
+[ "$(cat $MNT2/w/g)" = one ] || fail "the renamed file does not read back"
+umount_pfs $MNT2
+rm -r $MNT/w
 
 step "umount and unload"
 umount_pfs $MNT

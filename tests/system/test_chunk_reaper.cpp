@@ -1,6 +1,7 @@
 // pfs-meta's chunk reaper against real pfs-storage processes: the chunks
 // of removed files go in batches (far fewer requests than files), every
-// chunk file is gone afterwards.
+// chunk file is gone afterwards; files removed one by one within the linger
+// go in one request per target.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -56,4 +57,42 @@ TEST_CASE("removed files' chunks are deleted in batches per target", "[system]")
     INFO(tc.logs());
     REQUIRE(ok);
     CHECK(chunk_files() == 0);
+}
+
+TEST_CASE("files removed one by one within the linger go in one request per target", "[system]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_storage("s1", 2);
+    asio::io_context io;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
+    // Long enough that the removals below, a loop turn apart, all fall in it.
+    meta::ChunkReaper reaper(io.get_executor(), cluster, std::chrono::seconds(1));
+    StripeLayout layout;
+    layout.chunk_size = 64u << 10;
+    layout.targets = {1, 2};
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        for (int i = 0; i < 200 && !(cluster.route(1) && cluster.route(2)); ++i) {
+            (void)co_await cluster.start();
+            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        }
+        REQUIRE(cluster.route(2));
+        for (uint64_t ino = 1; ino <= 10; ++ino) {
+            reaper.remove(layout, {ino, 1, 0});
+            co_await asio::post(io, asio::use_awaitable);
+        }
+        CHECK(reaper.requests() == 0);
+        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
+            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        CHECK(reaper.pending() == 0);
+        CHECK(reaper.requests() == 2);
+        // The next removal lingers again, on its own.
+        reaper.remove(layout, {11, 1, 0});
+        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
+            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        CHECK(reaper.requests() == 4);
+        cluster.close();
+    });
+    INFO(tc.logs());
+    REQUIRE(ok);
 }

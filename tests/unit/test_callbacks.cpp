@@ -34,32 +34,59 @@ TEST_CASE("a change is told to every other client that watched the entry, once",
     // Told once: the next change needs a new answer first.
     CHECK(cb.changed(kFile, 12).empty());
     cb.watch(10, kFile);
-    CHECK(cb.changed(kFile, 0) == std::vector<uint64_t>{10});
+    // The client that changed it (12) watches it now, as 10 does again.
+    CHECK(sorted(cb.changed(kFile, 0)) == std::vector<uint64_t>{10, 12});
     // Other entries are not affected.
     CHECK(cb.changed(kDir, 0) == std::vector<uint64_t>{12});
     CHECK(cb.size() == 0);
 }
 
-TEST_CASE("the client that made a change is not told and keeps its watch", "[callbacks]") {
+TEST_CASE("the client that made a change is not told and watches the entry from then on", "[callbacks]") {
     Callbacks cb;
     cb.watch(10, kFile);
     cb.watch(11, kFile);
     CHECK(cb.changed(kFile, 10) == std::vector<uint64_t>{11});
     CHECK(cb.size() == 1);
     CHECK(cb.changed(kFile, 11) == std::vector<uint64_t>{10});
+    CHECK(cb.size() == 1);
+    // A directory a client only changed (it never looked it up): the
+    // client still hears of the next change by another.
+    CHECK(cb.changed(kDir, 13).empty());
+    CHECK(cb.changed(kDir, 14) == std::vector<uint64_t>{13});
     // Client 0 (no session) is never recorded.
     cb.watch(0, kDir);
+    CHECK(cb.changed(kFile, 0) == std::vector<uint64_t>{11});
+    CHECK(cb.changed(kDir, 0) == std::vector<uint64_t>{14});
     CHECK(cb.size() == 0);
 }
 
-TEST_CASE("a full callback table forgets everything rather than grow", "[callbacks]") {
+TEST_CASE("a removed entry is forgotten with all its watches", "[callbacks]") {
+    Callbacks cb;
+    cb.watch(10, kFile);
+    cb.watch(11, kFile);
+    cb.watch(10, kDir);
+    cb.forget(kFile);
+    CHECK(cb.size() == 1);
+    CHECK(cb.changed(kFile, 0).empty());
+    cb.forget(kFile);  // twice: nothing left to forget
+    CHECK(cb.changed(kDir, 0) == std::vector<uint64_t>{10});
+}
+
+TEST_CASE("a full callback table forgets everything rather than grow, and counts it", "[callbacks]") {
     Callbacks cb(4);
     for (uint64_t ino = 1; ino <= 4; ++ino) cb.watch(5, pfs_entry_id{ino, 1, 0});
     CHECK(cb.size() == 4);
+    CHECK(cb.resets() == 0);
     cb.watch(6, kFile);
+    CHECK(cb.resets() == 1);
     CHECK(cb.size() == 1);
     CHECK(cb.changed(pfs_entry_id{1, 1, 0}, 0).empty());
     CHECK(cb.changed(kFile, 0) == std::vector<uint64_t>{6});
+    // A change's new watch for its author fills the table the same way.
+    for (uint64_t ino = 1; ino <= 4; ++ino) cb.watch(5, pfs_entry_id{ino, 1, 0});
+    CHECK(cb.changed(kFile, 7).empty());
+    CHECK(cb.resets() == 2);
+    CHECK(cb.size() == 1);
 }
 
 TEST_CASE("INVALIDATE notices round-trip and refuse bad counts", "[callbacks][codec]") {

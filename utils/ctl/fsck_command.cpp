@@ -14,8 +14,9 @@
 // inode still answers GETATTR, so its chunks are not orphans. Files with no
 // data have no chunk files, which is no problem either. An entry that
 // vanishes while fsck looks at it is no dangling entry: each one found is
-// looked up again by its path. A file removed while fsck runs may still show
-// its chunks as orphans, as they are until the storage servers delete them.
+// looked up again by its path. Chunks of inodes that are gone are listed
+// again a second later: pfs-meta deletes them in batches after the unlink,
+// and only those still there are orphans.
 //
 // Exit status: 0 clean, 1 problems found (printed), 2 could not check (a
 // server did not answer); it never changes anything.
@@ -23,7 +24,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <set>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,6 +102,10 @@ private:
     void orphan(const pfs_chunk_entry& c, uint32_t target, std::string reason) {
         problems.push_back(Problem{"orphan_chunk", c.file, "", target, c.size, std::move(reason)});
     }
+    // A chunk of an inode that is gone: an orphan, unless its deletion is
+    // still on its way (pfs-meta batches them; confirm_deleted() looks again).
+    void maybe_orphan(const pfs_chunk_entry& c, uint32_t target) { deleting_.emplace_back(c, target); }
+    Status confirm_deleted();
 
     FsClient& fs_;
     const Snapshot& snap_;
@@ -106,7 +114,12 @@ private:
     IdSet not_files_;                       // directories, symlinks, ...
     IdSet dirs_seen_;                       // every directory the walk reached
     std::vector<std::pair<Problem, bool>> suspects_;  // dangling entries, unless they just changed
+    std::vector<std::pair<pfs_chunk_entry, uint32_t>> deleting_;  // chunks of gone inodes, per target
 };
+
+// Longer than pfs-meta lingers over chunk deletions (ChunkReaper) plus
+// their way to the storage servers.
+constexpr auto kDeletionGrace = std::chrono::seconds(1);
 
 Status Fsck::walk() {
     auto root = fs_.root();
@@ -265,7 +278,7 @@ Status Fsck::check_chunks() {
     for (size_t i = 0; i < unknown.size(); ++i) {
         if (attrs[i] && (attrs[i]->mode & S_IFMT) == S_IFREG) live_files.push_back(ids[i]);
         else if (attrs[i]) orphan(unknown[i].first, unknown[i].second, "the entry is not a regular file");
-        else if (is_gone(attrs[i].error())) orphan(unknown[i].first, unknown[i].second, "no such entry");
+        else if (is_gone(attrs[i].error())) maybe_orphan(unknown[i].first, unknown[i].second);
         else return unchecked("cannot stat entry " + entry_id_string(ids[i]), attrs[i].error());
     }
     auto layouts = fs_.layout_all(live_files);
@@ -278,10 +291,32 @@ Status Fsck::check_chunks() {
     for (size_t i = 0; i < unknown.size(); ++i) {
         if (!attrs[i] || (attrs[i]->mode & S_IFMT) != S_IFREG) continue;
         auto it = live.find(ids[i]);
-        if (it == live.end()) orphan(unknown[i].first, unknown[i].second, "no such entry");
+        if (it == live.end()) maybe_orphan(unknown[i].first, unknown[i].second);
         else if (std::find(it->second.begin(), it->second.end(), unknown[i].second) == it->second.end())
             orphan(unknown[i].first, unknown[i].second, "the file's layout does not name this target");
     }
+    return confirm_deleted();
+}
+
+Status Fsck::confirm_deleted() {
+    if (deleting_.empty()) return ok_status();
+    std::this_thread::sleep_for(kDeletionGrace);
+    std::set<uint32_t> targets;
+    for (const auto& [c, target] : deleting_) targets.insert(target);
+    std::map<uint32_t, IdSet> still;  // by target
+    for (uint32_t target : targets) {
+        pfs_chunk_cookie cookie{};
+        for (;;) {
+            auto page = fs_.chunk_list(target, cookie, PFS_CHUNK_LIST_MAX);
+            if (!page) return unchecked("cannot list the chunks of target " + labelled(target, ""), page.error());
+            for (const auto& c : page->entries) still[target].insert(c.file);
+            if (page->eof) break;
+            cookie = page->next;
+        }
+    }
+    for (const auto& [c, target] : deleting_)
+        if (still[target].count(c.file)) orphan(c, target, "no such entry");
+    deleting_.clear();
     return ok_status();
 }
 
