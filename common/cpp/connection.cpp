@@ -59,14 +59,14 @@ awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
 
 void Connection::send(const Frame& frame) { send(frame.header, {}, frame.payload); }
 
-void Connection::send(const pfs_header& header, Bytes head, Bytes body) {
+void Connection::send(const pfs_header& header, Bytes head, Bytes body, SharedBytes data) {
     if (!socket_.is_open() || close_when_sent_) return;
-    Outgoing out{Bytes(PFS_HEADER_SIZE + head.size()), std::move(body)};
+    Outgoing out{Bytes(PFS_HEADER_SIZE + head.size()), std::move(body), std::move(data)};
     pfs_header h = header;
-    h.payload_len = static_cast<uint32_t>(head.size() + out.body.size());
+    h.payload_len = static_cast<uint32_t>(head.size() + out.body.size() + out.data.size());
     pfs_header_encode(&h, out.head.data());
     if (!head.empty()) std::memcpy(out.head.data() + PFS_HEADER_SIZE, head.data(), head.size());
-    queued_bytes_ += out.head.size() + out.body.size();
+    queued_bytes_ += out.size();
     queue_.push_back(std::move(out));
     if (queued_bytes_ > kMaxQueuedBytes) {
         log::warn("dropping connection: peer does not read its replies", {{"peer", peer_}});
@@ -85,8 +85,9 @@ awaitable<void> Connection::write_loop() {
     while (!queue_.empty() && socket_.is_open()) {
         Outgoing out = std::move(queue_.front());
         queue_.pop_front();
-        queued_bytes_ -= out.head.size() + out.body.size();
-        const std::array<asio::const_buffer, 2> buffers{asio::buffer(out.head), asio::buffer(out.body)};
+        queued_bytes_ -= out.size();
+        const std::array<asio::const_buffer, 3> buffers{asio::buffer(out.head), asio::buffer(out.body),
+                                                        asio::buffer(out.data.data(), out.data.size())};
         boost::system::error_code ec;
         co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {

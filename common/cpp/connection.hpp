@@ -28,9 +28,9 @@ public:
     // Queues a frame; a write error closes the connection, and so does a
     // peer that lets more than kMaxQueuedBytes pile up unread.
     void send(const Frame& frame);
-    // The same for a frame whose payload is head followed by body: both go
-    // to the socket as they are (a large body, read data, is not copied).
-    void send(const pfs_header& header, Bytes head, Bytes body);
+    // The same for a frame whose payload is head, body, then data: all go to
+    // the socket as they are (a large body, read data, is not copied).
+    void send(const pfs_header& header, Bytes head, Bytes body, SharedBytes data = {});
     static constexpr size_t kMaxQueuedBytes = 64u << 20;
 
     void close();
@@ -67,6 +67,8 @@ private:
     struct Outgoing {
         Bytes head;
         Bytes body;
+        SharedBytes data;
+        size_t size() const { return head.size() + body.size() + data.size(); }
     };
     std::deque<Outgoing> queue_;
     size_t queued_bytes_ = 0;

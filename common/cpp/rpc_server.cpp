@@ -169,13 +169,14 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame fram
     // The body goes out as it is: read data is not copied into the frame.
     Bytes status = encode_reply_status(reply);
     Bytes body = reply.status == PFS_OK ? std::move(reply.body) : Bytes{};
+    SharedBytes data = reply.status == PFS_OK ? std::move(reply.data) : SharedBytes{};
     if (frame.header.type != PFS_MSG_GET_STATS) {
         Counters& counters = it == handlers_.end() ? unknown_ : it->second.counters;
-        counters.count(PFS_HEADER_SIZE + frame.payload.size(), PFS_HEADER_SIZE + status.size() + body.size(),
-                       reply.status != PFS_OK);
+        counters.count(PFS_HEADER_SIZE + frame.payload.size(),
+                       PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
     }
     conn->send(make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), std::move(status),
-               std::move(body));
+               std::move(body), std::move(data));
     if (reply.status == PFS_E_PROTO) {
         log::warn("dropping connection", {{"peer", conn->peer()},
                                           {"reason", std::string("malformed ") + pfs_msg_name(frame.header.type)}});

@@ -24,7 +24,10 @@ Reply Reply::from(const Error& e) {
 
 Bytes encode_reply(const Reply& reply) {
     Bytes out = encode_reply_status(reply);
-    if (reply.status == PFS_OK) out.insert(out.end(), reply.body.begin(), reply.body.end());
+    if (reply.status == PFS_OK) {
+        out.insert(out.end(), reply.body.begin(), reply.body.end());
+        out.insert(out.end(), reply.data.begin(), reply.data.end());
+    }
     return out;
 }
 

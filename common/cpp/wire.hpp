@@ -2,7 +2,9 @@
 // through the shared C codec (common/proto). No Asio here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +18,38 @@ extern "C" {
 namespace pfs {
 
 using Bytes = std::vector<uint8_t>;
+
+// Bytes that live in a buffer someone else owns (the storage server's
+// registered I/O buffers, an aligned buffer of an O_DIRECT read), kept alive
+// by `owner`: read data goes from the disk's buffer to the socket without a
+// copy.
+class SharedBytes {
+public:
+    SharedBytes() = default;
+    SharedBytes(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
+        : owner_(std::move(owner)), bytes_(bytes) {}
+    // Takes the bytes over.
+    explicit SharedBytes(Bytes bytes) {
+        auto held = std::make_shared<const Bytes>(std::move(bytes));
+        bytes_ = *held;
+        owner_ = std::move(held);
+    }
+
+    std::span<const uint8_t> span() const { return bytes_; }
+    const uint8_t* data() const { return bytes_.data(); }
+    size_t size() const { return bytes_.size(); }
+    bool empty() const { return bytes_.empty(); }
+    const uint8_t* begin() const { return bytes_.data(); }
+    const uint8_t* end() const { return bytes_.data() + bytes_.size(); }
+    uint8_t operator[](size_t i) const { return bytes_[i]; }
+    friend bool operator==(const SharedBytes& a, const Bytes& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
+
+private:
+    std::shared_ptr<const void> owner_;
+    std::span<const uint8_t> bytes_;
+};
 
 struct Frame {
     pfs_header header{};
@@ -80,9 +114,11 @@ struct Reply {
     int32_t status = PFS_OK;
     std::string message;
     Bytes body;
+    SharedBytes data;  // server side: sent after body, not copied
 
-    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body)}; }
-    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}}; }
+    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}}; }
+    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data)}; }
+    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}}; }
     static Reply from(const Error& e);
 };
 

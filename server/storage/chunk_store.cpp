@@ -224,7 +224,7 @@ awaitable<Result<size_t>> ChunkStore::write_direct(ChunkFile& file, uint64_t off
     co_return co_await transfer(true, file.fd.get(), *buf, data.size(), offset);
 }
 
-awaitable<Result<Bytes>> ChunkStore::read_direct(ChunkFile& file, uint64_t offset, uint32_t length) {
+awaitable<Result<SharedBytes>> ChunkStore::read_direct(ChunkFile& file, uint64_t offset, uint32_t length) {
     // The aligned blocks around [offset, offset + length).
     const uint64_t start = offset / kDirectAlign * kDirectAlign;
     const uint64_t end = (offset + length + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
@@ -235,9 +235,10 @@ awaitable<Result<Bytes>> ChunkStore::read_direct(ChunkFile& file, uint64_t offse
     if (!done) co_return done.error();
     const size_t head = static_cast<size_t>(offset - start);
     const size_t got = *done > head ? std::min<size_t>(*done - head, length) : 0;
-    Bytes out(got);
-    if (got > 0) std::memcpy(out.data(), buf->data + head, got);
-    co_return out;
+    // The reply sends the bytes from this buffer, which it keeps until then.
+    auto held = std::make_shared<const AlignedBuffer>(std::move(*buf));
+    const std::span<const uint8_t> bytes(held->data + head, got);
+    co_return SharedBytes(std::move(held), bytes);
 }
 
 awaitable<Result<int>> ChunkStore::buffered_fd(ChunkFile& file) {
@@ -278,30 +279,31 @@ awaitable<Result<size_t>> ChunkStore::write(const pfs_entry_id& id, uint64_t off
     co_return done;
 }
 
-awaitable<Result<Bytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t offset, uint32_t length) {
+awaitable<Result<SharedBytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t offset, uint32_t length) {
     auto file = co_await this->file(id, false);
     if (!file) {
-        if (is_enoent(file.error())) co_return Bytes{};  // never written: a hole
+        if (is_enoent(file.error())) co_return SharedBytes{};  // never written: a hole
         co_return in_context(id, file.error());
     }
-    if (length == 0) co_return Bytes{};
+    if (length == 0) co_return SharedBytes{};
     if (options_.direct_io) {
         auto data = co_await read_direct(**file, offset, length);
         if (!data) co_return in_context(id, data.error());
         co_return data;
     }
     const int fd = (*file)->fd.get();
-    Bytes out(length);
-    Result<size_t> done = Error{};
     if (auto lease = lease_for(length)) {
-        done = co_await ring_.read_fixed(fd, *lease, length, offset);
-        if (done && *done > 0) std::memcpy(out.data(), lease->data(), *done);
-    } else {
-        done = co_await ring_.read(fd, out, offset);
+        auto done = co_await ring_.read_fixed(fd, *lease, length, offset);
+        if (!done) co_return in_context(id, done.error());
+        auto held = std::make_shared<const BufferPool::Lease>(std::move(*lease));
+        const std::span<const uint8_t> bytes(held->data(), *done);
+        co_return SharedBytes(std::move(held), bytes);
     }
+    Bytes out(length);
+    auto done = co_await ring_.read(fd, out, offset);
     if (!done) co_return in_context(id, done.error());
     out.resize(*done);
-    co_return out;
+    co_return SharedBytes(std::move(out));
 }
 
 awaitable<Status> ChunkStore::truncate(const pfs_entry_id& id, uint64_t size) {

@@ -99,8 +99,9 @@ public:
     // Writes all of data at offset, creating the chunk file (mode 0600) on first write.
     awaitable<Result<size_t>> write(const pfs_entry_id& id, uint64_t offset, std::span<const uint8_t> data);
     // Up to length bytes at offset: short at the end of the file, empty
-    // when the chunk was never written (sparse).
-    awaitable<Result<Bytes>> read(const pfs_entry_id& id, uint64_t offset, uint32_t length);
+    // when the chunk was never written (sparse). They stay in the buffer
+    // they were read into (no copy), which they keep.
+    awaitable<Result<SharedBytes>> read(const pfs_entry_id& id, uint64_t offset, uint32_t length);
     // Sets the size; creates a missing chunk only when size > 0.
     awaitable<Status> truncate(const pfs_entry_id& id, uint64_t size);
     // fdatasync; nothing to do for a chunk that does not exist.
@@ -135,7 +136,7 @@ private:
     awaitable<Result<size_t>> transfer(bool is_write, int fd, const AlignedBuffer& buf, size_t length,
                                        uint64_t offset);
     awaitable<Result<size_t>> write_direct(ChunkFile& file, uint64_t offset, std::span<const uint8_t> data);
-    awaitable<Result<Bytes>> read_direct(ChunkFile& file, uint64_t offset, uint32_t length);
+    awaitable<Result<SharedBytes>> read_direct(ChunkFile& file, uint64_t offset, uint32_t length);
     awaitable<Result<int>> buffered_fd(ChunkFile& file);
     Error in_context(const pfs_entry_id& id, const Error& e) const;
     void forget(const pfs_entry_id& id);

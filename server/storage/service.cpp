@@ -125,7 +125,7 @@ awaitable<Reply> StorageService::read(Request& req) {
     if (!target) co_return unknown_target(io->chunk.target_id);
     auto data = co_await target->store->read(io->chunk.file, io->offset, io->length);
     if (!data) co_return failed(*target, data.error());
-    co_return Reply::ok(std::move(*data));
+    co_return Reply::ok_data(std::move(*data));
 }
 
 awaitable<Reply> StorageService::truncate(Request& req) {
