@@ -22,9 +22,17 @@ void Callbacks::watch(uint64_t client, const pfs_entry_id& id) {
 std::vector<uint64_t> Callbacks::changed(const pfs_entry_id& id, uint64_t by) {
     std::vector<uint64_t> tell;
     if (auto it = by_entry_.find(EntryKey::of(id)); it != by_entry_.end()) {
-        for (uint64_t c : it->second)
+        auto& clients = it->second;
+        for (uint64_t c : clients)
             if (c != by) tell.push_back(c);
-        watches_ -= it->second.size();
+        watches_ -= clients.size();
+        if (by && watches_ < max_watches_) {
+            // The common case (a client changing a directory it watches):
+            // the entry's node stays, with its author alone.
+            clients.assign(1, by);
+            ++watches_;
+            return tell;
+        }
         by_entry_.erase(it);
     }
     watch(by, id);
