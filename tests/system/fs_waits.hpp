@@ -2,7 +2,9 @@
 // io_context, each bounded (tests must not hang on a broken server).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "filesystem.hpp"
 
@@ -24,6 +26,19 @@ inline awaitable<bool> wait_ready(asio::io_context& io, client::Cluster& cluster
         co_await pause(io, std::chrono::milliseconds(50));
     }
     co_return false;
+}
+
+// Until the map routes every target in `targets` to its storage server;
+// false after 10 s.
+inline awaitable<bool> wait_routes(asio::io_context& io, client::Cluster& cluster, std::vector<uint32_t> targets) {
+    auto routed = [&] {
+        return std::all_of(targets.begin(), targets.end(), [&](uint32_t t) { return bool(cluster.route(t)); });
+    };
+    for (int i = 0; i < 200 && !routed(); ++i) {
+        (void)co_await cluster.start();
+        co_await pause(io, std::chrono::milliseconds(50));
+    }
+    co_return routed();
 }
 
 // Polls an awaitable condition every 20 ms until true or the deadline.

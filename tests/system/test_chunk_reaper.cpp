@@ -7,12 +7,22 @@
 #include <filesystem>
 
 #include "chunk_reaper.hpp"
+#include "fs_waits.hpp"
 #include "striped_io.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+
+namespace {
+
+// Until the reaper has nothing pending, at most 30 s.
+awaitable<void> drained(asio::io_context& io, meta::ChunkReaper& reaper) {
+    for (int i = 0; i < 600 && reaper.pending() > 0; ++i) co_await test::pause(io, std::chrono::milliseconds(50));
+}
+
+}  // namespace
 
 TEST_CASE("removed files' chunks are deleted in batches per target", "[system]") {
     TestCluster tc;
@@ -36,18 +46,15 @@ TEST_CASE("removed files' chunks are deleted in batches per target", "[system]")
     };
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        for (int i = 0; i < 200 && !(cluster.route(1) && cluster.route(2)); ++i) {
-            (void)co_await cluster.start();
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
-        }
-        REQUIRE(cluster.route(2));
+        const std::vector<uint32_t> targets{1, 2};
+        bool routed = co_await test::wait_routes(io, cluster, targets);
+        REQUIRE(routed);
         for (uint64_t ino = 1; ino <= kFiles; ++ino) REQUIRE_OK(co_await files.write(layout, {ino, 1, 0}, 0, data));
         const size_t written = chunk_files();
         REQUIRE(written == 2 * kFiles);
 
         for (uint64_t ino = 1; ino <= kFiles; ++ino) reaper.remove(layout, {ino, 1, 0});
-        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        co_await drained(io, reaper);
         CHECK(reaper.pending() == 0);
         // One request per target to start, then batches of what queued meanwhile.
         CHECK(reaper.requests() >= 2 * kFiles / PFS_CHUNK_UNLINK_MAX);
@@ -72,24 +79,20 @@ TEST_CASE("files removed one by one within the linger go in one request per targ
     layout.targets = {1, 2};
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        for (int i = 0; i < 200 && !(cluster.route(1) && cluster.route(2)); ++i) {
-            (void)co_await cluster.start();
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
-        }
-        REQUIRE(cluster.route(2));
+        const std::vector<uint32_t> targets{1, 2};
+        bool routed = co_await test::wait_routes(io, cluster, targets);
+        REQUIRE(routed);
         for (uint64_t ino = 1; ino <= 10; ++ino) {
             reaper.remove(layout, {ino, 1, 0});
             co_await asio::post(io, asio::use_awaitable);
         }
         CHECK(reaper.requests() == 0);
-        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        co_await drained(io, reaper);
         CHECK(reaper.pending() == 0);
         CHECK(reaper.requests() == 2);
         // The next removal lingers again, on its own.
         reaper.remove(layout, {11, 1, 0});
-        for (int i = 0; i < 600 && reaper.pending() > 0; ++i)
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
+        co_await drained(io, reaper);
         CHECK(reaper.requests() == 4);
         cluster.close();
     });

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "fs_waits.hpp"
 #include "striped_io.hpp"
 #include "test_cluster.hpp"
 
@@ -120,11 +121,9 @@ TEST_CASE("a dead storage server gives an error in bounded time, not a hang", "[
     layout.targets = {1, 2};
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        for (int i = 0; i < 200 && !(cluster.route(1) && cluster.route(2)); ++i) {
-            (void)co_await cluster.start();
-            co_await asio::steady_timer(io, std::chrono::milliseconds(50)).async_wait(asio::use_awaitable);
-        }
-        REQUIRE(cluster.route(2));
+        const std::vector<uint32_t> targets{1, 2};
+        bool routed = co_await test::wait_routes(io, cluster, targets);
+        REQUIRE(routed);
         Bytes data = random_bytes(200000, 1);
         REQUIRE_OK(co_await files.write(layout, pfs_entry_id{7, 1, 1}, 0, data));
         tc.daemon("s1").kill(SIGKILL);

@@ -69,6 +69,15 @@ struct Fixture {
         return dir.path() / ChunkStore::chunk_path(id);
     }
 
+    // count registered buffers of 64 KiB for the store's I/O.
+    std::shared_ptr<BufferPool> register_pool(size_t count) {
+        auto pool = BufferPool::create(count, 64u << 10);
+        if (!pool) FAIL(pool.error().message);
+        auto st = ring->register_buffers(*pool);
+        if (!st) FAIL("cannot register buffers: " << st.error().message);
+        return *pool;
+    }
+
     test::TempDir dir;
     asio::io_context io;
     std::unique_ptr<Uring> ring;
@@ -253,10 +262,7 @@ TEST_CASE("chunks: I/O through registered buffers", "[chunks]") {
     const bool direct = GENERATE(false, true);
     INFO("direct-io " << direct);
     Fixture f(with_direct_io(direct));
-    auto pool = BufferPool::create(2, 64u << 10);
-    REQUIRE(pool);
-    auto st = f.ring->register_buffers(*pool);
-    if (!st) FAIL("cannot register buffers: " << st.error().message);
+    auto pool = f.register_pool(2);
     // The last one: plain I/O (without O_DIRECT), an aligned heap buffer (with).
     const auto sizes = std::vector<size_t>{1, 4095, 4096, 64u << 10, (64u << 10) + 1, 128u << 10};
     f.run([&]() -> awaitable<void> {
@@ -270,17 +276,14 @@ TEST_CASE("chunks: I/O through registered buffers", "[chunks]") {
             CHECK(*r == data);
         }
     });
-    CHECK((*pool)->available() == 2);
+    CHECK(pool->available() == 2);
 }
 
 TEST_CASE("chunks: read data keeps its buffer until released, later reads use others", "[chunks]") {
     const bool direct = GENERATE(false, true);
     INFO("direct-io " << direct);
     Fixture f(with_direct_io(direct));
-    auto pool = BufferPool::create(2, 64u << 10);
-    REQUIRE(pool);
-    auto st = f.ring->register_buffers(*pool);
-    if (!st) FAIL("cannot register buffers: " << st.error().message);
+    auto pool = f.register_pool(2);
     f.run([&]() -> awaitable<void> {
         std::vector<Bytes> data;
         std::vector<SharedBytes> held;
@@ -293,10 +296,10 @@ TEST_CASE("chunks: read data keeps its buffer until released, later reads use ot
             REQUIRE(r);
             held.push_back(std::move(*r));
         }
-        CHECK((*pool)->available() == 0);
+        CHECK(pool->available() == 0);
         for (uint32_t i = 0; i < 3; ++i) CHECK(held[i] == data[i]);
         held.clear();
-        CHECK((*pool)->available() == 2);
+        CHECK(pool->available() == 2);
     });
 }
 
