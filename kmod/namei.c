@@ -59,12 +59,16 @@ static unsigned int pfs_names_gen(struct inode *dir)
 }
 
 /*
- * A change of ours to dir's names failed: it may have been made all the
- * same (a lost reply), or our dentries were wrong (EEXIST, ENOENT).
+ * After a change of ours to dir's names (rc: its outcome): dir's times
+ * moved, its mode, owner and ACLs did not. A change that failed may have
+ * been made all the same (a lost reply), or our dentries were wrong
+ * (EEXIST, ENOENT): dir's names go back to the server.
  */
-static void pfs_names_doubt(struct inode *dir)
+static void pfs_dir_changed(struct inode *dir, int rc)
 {
-	atomic_inc(&PFS_I(dir)->names_gen);
+	pfs_attr_expire_times(dir);
+	if (rc)
+		atomic_inc(&PFS_I(dir)->names_gen);
 }
 
 static void pfs_dentry_stamp(struct dentry *dentry, unsigned int gen)
@@ -207,11 +211,9 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
 			       &attr, layout);
-	pfs_attr_expire_times(dir);
-	if (rc) {
-		pfs_names_doubt(dir);
+	pfs_dir_changed(dir, rc);
+	if (rc)
 		goto out;
-	}
 	inode = pfs_iget(dir->i_sb, &attr);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
@@ -431,11 +433,9 @@ static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_SYMLINK,
 			       pfs_x_symlink, m, &attr, NULL);
-	pfs_attr_expire_times(dir);
-	if (rc) {
-		pfs_names_doubt(dir);
+	pfs_dir_changed(dir, rc);
+	if (rc)
 		goto out;
-	}
 	inode = pfs_iget(dir->i_sb, &attr);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
@@ -466,11 +466,9 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
 			       m, &attr, NULL);
-	pfs_attr_expire_times(dir);
-	if (rc) {
-		pfs_names_doubt(dir);
+	pfs_dir_changed(dir, rc);
+	if (rc)
 		goto out;
-	}
 	pfs_inode_update(inode, &attr);
 	ihold(inode);
 	d_instantiate(dentry, inode);
@@ -496,11 +494,9 @@ static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
 		rc = pfs_meta_simple(dir->i_sb, &m->dir, type, pfs_x_name_req,
 				     m);
 	kfree(m);
-	pfs_attr_expire_times(dir);
-	if (rc) {
-		pfs_names_doubt(dir);
+	pfs_dir_changed(dir, rc);
+	if (rc)
 		return rc;
-	}
 	if (type == PFS_MSG_RMDIR)
 		clear_nlink(inode);
 	else if (inode->i_nlink)
@@ -544,13 +540,10 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 		rc = pfs_meta_simple(old_dir->i_sb, &m->src_dir,
 				     PFS_MSG_RENAME, pfs_x_rename, m);
 	kfree(m);
-	pfs_attr_expire_times(old_dir);
-	pfs_attr_expire_times(new_dir);
-	if (rc) {
-		pfs_names_doubt(old_dir);
-		pfs_names_doubt(new_dir);
+	pfs_dir_changed(old_dir, rc);
+	pfs_dir_changed(new_dir, rc);
+	if (rc)
 		return rc;
-	}
 	pfs_attr_expire_times(d_inode(old_dentry));
 	if (target) {
 		if (!(flags & RENAME_EXCHANGE)) {

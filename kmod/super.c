@@ -104,16 +104,12 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		opts->connect_timeout_ms = result.uint_32;
 		break;
 	case Opt_attr_ttl:
-		if (result.uint_32 > PFS_TTL_MAX_MS)
-			return invalfc(fc, "attr_ttl must be 0..%u ms",
-				       PFS_TTL_MAX_MS);
-		opts->attr_ttl_ms = result.uint_32;
-		break;
 	case Opt_name_ttl:
 		if (result.uint_32 > PFS_TTL_MAX_MS)
-			return invalfc(fc, "name_ttl must be 0..%u ms",
+			return invalfc(fc, "%s must be 0..%u ms", param->key,
 				       PFS_TTL_MAX_MS);
-		opts->name_ttl_ms = result.uint_32;
+		*(opt == Opt_attr_ttl ? &opts->attr_ttl_ms :
+		  &opts->name_ttl_ms) = result.uint_32;
 		break;
 	case Opt_conns:
 		if (result.uint_32 < 1 || result.uint_32 > PFS_MAX_CONNS)

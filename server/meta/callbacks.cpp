@@ -7,15 +7,15 @@ namespace pfs::meta {
 void Callbacks::watch(uint64_t client, const pfs_entry_id& id) {
     if (!client) return;
     auto key = EntryKey::of(id);
-    if (auto it = by_entry_.find(key); it != by_entry_.end() &&
-                                       std::find(it->second.begin(), it->second.end(), client) != it->second.end())
-        return;
+    auto it = by_entry_.try_emplace(key).first;  // one lookup on this hot path
+    if (std::find(it->second.begin(), it->second.end(), client) != it->second.end()) return;
     if (watches_ >= max_watches_) {
         by_entry_.clear();
         watches_ = 0;
         ++resets_;
+        it = by_entry_.try_emplace(key).first;
     }
-    by_entry_[key].push_back(client);
+    it->second.push_back(client);
     ++watches_;
 }
 

@@ -7,9 +7,8 @@
 #include <filesystem>
 
 #include "chunk_reaper.hpp"
-#include "fs_waits.hpp"
 #include "striped_io.hpp"
-#include "test_cluster.hpp"
+#include "two_targets.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
@@ -25,16 +24,10 @@ awaitable<void> drained(asio::io_context& io, meta::ChunkReaper& reaper) {
 }  // namespace
 
 TEST_CASE("removed files' chunks are deleted in batches per target", "[system]") {
-    TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_storage("s1", 2);
-    asio::io_context io;
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
-    StripedIo files(cluster);
-    meta::ChunkReaper reaper(io.get_executor(), cluster);
-    StripeLayout layout;
-    layout.chunk_size = 64u << 10;
-    layout.targets = {1, 2};
+    test::TwoTargets t;
+    auto& [tc, io, cluster, layout] = t;
+    StripedIo files(*cluster);
+    meta::ChunkReaper reaper(io.get_executor(), *cluster);
     constexpr uint64_t kFiles = 300;
     const Bytes data(layout.chunk_size + 100, 0x5a);  // both targets hold a chunk of each file
     auto chunk_files = [&tc] {
@@ -46,8 +39,7 @@ TEST_CASE("removed files' chunks are deleted in batches per target", "[system]")
     };
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        const std::vector<uint32_t> targets{1, 2};
-        bool routed = co_await test::wait_routes(io, cluster, targets);
+        bool routed = co_await t.routed();
         REQUIRE(routed);
         for (uint64_t ino = 1; ino <= kFiles; ++ino) REQUIRE_OK(co_await files.write(layout, {ino, 1, 0}, 0, data));
         const size_t written = chunk_files();
@@ -59,7 +51,7 @@ TEST_CASE("removed files' chunks are deleted in batches per target", "[system]")
         // One request per target to start, then batches of what queued meanwhile.
         CHECK(reaper.requests() >= 2 * kFiles / PFS_CHUNK_UNLINK_MAX);
         CHECK(reaper.requests() < kFiles);
-        cluster.close();
+        cluster->close();
     });
     INFO(tc.logs());
     REQUIRE(ok);
@@ -67,20 +59,13 @@ TEST_CASE("removed files' chunks are deleted in batches per target", "[system]")
 }
 
 TEST_CASE("files removed one by one within the linger go in one request per target", "[system]") {
-    TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_storage("s1", 2);
-    asio::io_context io;
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
+    test::TwoTargets t;
+    auto& [tc, io, cluster, layout] = t;
     // Long enough that the removals below, a loop turn apart, all fall in it.
-    meta::ChunkReaper reaper(io.get_executor(), cluster, std::chrono::seconds(1));
-    StripeLayout layout;
-    layout.chunk_size = 64u << 10;
-    layout.targets = {1, 2};
+    meta::ChunkReaper reaper(io.get_executor(), *cluster, std::chrono::seconds(1));
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        const std::vector<uint32_t> targets{1, 2};
-        bool routed = co_await test::wait_routes(io, cluster, targets);
+        bool routed = co_await t.routed();
         REQUIRE(routed);
         for (uint64_t ino = 1; ino <= 10; ++ino) {
             reaper.remove(layout, {ino, 1, 0});
@@ -94,7 +79,7 @@ TEST_CASE("files removed one by one within the linger go in one request per targ
         reaper.remove(layout, {11, 1, 0});
         co_await drained(io, reaper);
         CHECK(reaper.requests() == 4);
-        cluster.close();
+        cluster->close();
     });
     INFO(tc.logs());
     REQUIRE(ok);

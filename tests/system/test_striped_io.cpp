@@ -6,9 +6,9 @@
 #include <random>
 #include <set>
 
-#include "fs_waits.hpp"
 #include "striped_io.hpp"
 #include "test_cluster.hpp"
+#include "two_targets.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
@@ -107,22 +107,15 @@ TEST_CASE("striped files round-trip through two storage servers", "[system]") {
 }
 
 TEST_CASE("a dead storage server gives an error in bounded time, not a hang", "[system]") {
-    TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_storage("s1", 2);
-    asio::io_context io;
     ClientConfig cfg;
     cfg.request_timeout = std::chrono::milliseconds(2000);
     cfg.connect_timeout = std::chrono::milliseconds(1000);
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    StripedIo files(cluster);
-    StripeLayout layout;
-    layout.chunk_size = 64u << 10;
-    layout.targets = {1, 2};
+    test::TwoTargets t(cfg);
+    auto& [tc, io, cluster, layout] = t;
+    StripedIo files(*cluster);
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        const std::vector<uint32_t> targets{1, 2};
-        bool routed = co_await test::wait_routes(io, cluster, targets);
+        bool routed = co_await t.routed();
         REQUIRE(routed);
         Bytes data = random_bytes(200000, 1);
         REQUIRE_OK(co_await files.write(layout, pfs_entry_id{7, 1, 1}, 0, data));
@@ -132,7 +125,7 @@ TEST_CASE("a dead storage server gives an error in bounded time, not a hang", "[
         auto took = std::chrono::steady_clock::now() - t0;
         REQUIRE_FALSE(st);
         CHECK(took < std::chrono::seconds(5));
-        cluster.close();
+        cluster->close();
     });
     INFO(tc.logs());
     REQUIRE(ok);

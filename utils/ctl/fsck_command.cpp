@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -73,6 +72,8 @@ Error unchecked(const std::string& what, const Error& e) {
     return Error{kFsckUnchecked, "fsck: " + what + ": " + e.message + "; nothing was checked to the end"};
 }
 
+std::string target_label(const Snapshot& snap, uint32_t target_id);
+
 class Fsck {
 public:
     Fsck(FsClient& fs, const Snapshot& snap) : fs_(fs), snap_(snap) {
@@ -106,6 +107,18 @@ private:
     // still on its way (pfs-meta batches them; confirm_deleted() looks again).
     void maybe_orphan(const pfs_chunk_entry& c, uint32_t target) { deleting_.emplace_back(c, target); }
     Status confirm_deleted();
+    // fn(chunk) for every chunk of the target, page by page (CHUNK_LIST).
+    template <class F>
+    Status each_chunk(uint32_t target, F&& fn) {
+        pfs_chunk_cookie cookie{};
+        for (;;) {
+            auto page = fs_.chunk_list(target, cookie, PFS_CHUNK_LIST_MAX);
+            if (!page) return unchecked("cannot list the chunks of " + target_label(snap_, target), page.error());
+            for (const auto& c : page->entries) fn(c);
+            if (page->eof) return ok_status();
+            cookie = page->next;
+        }
+    }
 
     FsClient& fs_;
     const Snapshot& snap_;
@@ -244,29 +257,19 @@ Status Fsck::check_chunks() {
     // Chunks of entries the walk did not find: (chunk, target).
     std::vector<std::pair<pfs_chunk_entry, uint32_t>> unknown;
     for (const auto& t : fs_.targets()) {
-        pfs_chunk_cookie cookie{};
-        for (;;) {
-            auto page = fs_.chunk_list(t.target_id, cookie, PFS_CHUNK_LIST_MAX);
-            if (!page)
-                return unchecked("cannot list the chunks of target " +
-                                     labelled(t.target_id, "") + " on node " +
-                                     labelled(t.node_id, snap_.node_alias(t.node_id)),
-                                 page.error());
-            for (const auto& c : page->entries) {
-                ++chunks;
-                auto it = layouts_.find(c.file);
-                if (it != layouts_.end()) {
-                    bool listed = std::find(it->second.begin(), it->second.end(), t.target_id) != it->second.end();
-                    if (!listed) orphan(c, t.target_id, "the file's layout does not name this target");
-                } else if (not_files_.count(c.file)) {
-                    orphan(c, t.target_id, "the entry is not a regular file");
-                } else {
-                    unknown.emplace_back(c, t.target_id);
-                }
+        auto listed = each_chunk(t.target_id, [&](const pfs_chunk_entry& c) {
+            ++chunks;
+            auto it = layouts_.find(c.file);
+            if (it != layouts_.end()) {
+                if (std::find(it->second.begin(), it->second.end(), t.target_id) == it->second.end())
+                    orphan(c, t.target_id, "the file's layout does not name this target");
+            } else if (not_files_.count(c.file)) {
+                orphan(c, t.target_id, "the entry is not a regular file");
+            } else {
+                unknown.emplace_back(c, t.target_id);
             }
-            if (page->eof) break;
-            cookie = page->next;
-        }
+        });
+        if (!listed) return listed.error();
     }
     if (unknown.empty()) return ok_status();
     // Not in the namespace: unlinked but still open (its inode answers and
@@ -301,18 +304,11 @@ Status Fsck::check_chunks() {
 Status Fsck::confirm_deleted() {
     if (deleting_.empty()) return ok_status();
     std::this_thread::sleep_for(kDeletionGrace);
-    std::set<uint32_t> targets;
-    for (const auto& [c, target] : deleting_) targets.insert(target);
-    std::map<uint32_t, IdSet> still;  // by target
-    for (uint32_t target : targets) {
-        pfs_chunk_cookie cookie{};
-        for (;;) {
-            auto page = fs_.chunk_list(target, cookie, PFS_CHUNK_LIST_MAX);
-            if (!page) return unchecked("cannot list the chunks of target " + labelled(target, ""), page.error());
-            for (const auto& c : page->entries) still[target].insert(c.file);
-            if (page->eof) break;
-            cookie = page->next;
-        }
+    std::map<uint32_t, IdSet> still;  // by target: what is there now
+    for (const auto& [c, target] : deleting_) still[target];
+    for (auto& [target, chunks_now] : still) {
+        auto listed = each_chunk(target, [&](const pfs_chunk_entry& c) { chunks_now.insert(c.file); });
+        if (!listed) return listed.error();
     }
     for (const auto& [c, target] : deleting_)
         if (still[target].count(c.file)) orphan(c, target, "no such entry");
