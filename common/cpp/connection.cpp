@@ -19,6 +19,8 @@ Connection::Connection(tcp::socket socket) : socket_(std::move(socket)) {
     peer_ = ec ? "?" : describe(ep);
     peer_address_ = ec ? "" : ep.address().to_string();
     socket_.set_option(tcp::no_delay(true), ec);
+    // Synchronous writes (write_now) must never block the event loop.
+    socket_.non_blocking(true, ec);
 }
 
 Connection::~Connection() { close(); }
@@ -30,16 +32,29 @@ void Connection::close() {
     socket_.close(ec);
 }
 
-awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
-    uint8_t raw[PFS_HEADER_SIZE];
-    boost::system::error_code ec;
-    co_await asio::async_read(socket_, asio::buffer(raw), asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-        if (ec == asio::error::eof) co_return Error{-ECONNRESET, "connection closed by peer"};
-        co_return Error{-ECONNRESET, ec.message()};
+awaitable<Status> Connection::fill(size_t want) {
+    if (!read_) read_ = std::make_unique<uint8_t[]>(kReadBuffer);
+    if (read_end_ - read_pos_ >= want) co_return ok_status();
+    // Only ever less than a header is left here: move it to the front.
+    std::memmove(read_.get(), read_.get() + read_pos_, read_end_ - read_pos_);
+    read_end_ -= read_pos_;
+    read_pos_ = 0;
+    while (read_end_ < want) {
+        boost::system::error_code ec;
+        size_t n = co_await socket_.async_read_some(asio::buffer(read_.get() + read_end_, kReadBuffer - read_end_),
+                                                    asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return Error{-ECONNRESET, ec == asio::error::eof ? "connection closed by peer" : ec.message()};
+        read_end_ += n;
     }
+    co_return ok_status();
+}
+
+awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
+    static_assert(PFS_HEADER_SIZE <= kReadBuffer);
+    auto got = co_await fill(PFS_HEADER_SIZE);
+    if (!got) co_return got.error();
     Frame frame;
-    int rc = pfs_header_decode(&frame.header, raw, sizeof raw);
+    int rc = pfs_header_decode(&frame.header, read_.get() + read_pos_, PFS_HEADER_SIZE);
     if (rc == 0 && frame.header.payload_len > max_payload) rc = -EMSGSIZE;
     if (rc) {
         std::string why = rc == -EMSGSIZE ? "payload length " + std::to_string(frame.header.payload_len) +
@@ -48,9 +63,16 @@ awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
                                                  : "malformed frame header";
         co_return Error{rc, why};
     }
+    read_pos_ += PFS_HEADER_SIZE;
     frame.payload.resize(frame.header.payload_len);
-    if (!frame.payload.empty()) {
-        co_await asio::async_read(socket_, asio::buffer(frame.payload),
+    const size_t buffered = std::min<size_t>(frame.payload.size(), read_end_ - read_pos_);
+    std::memcpy(frame.payload.data(), read_.get() + read_pos_, buffered);
+    read_pos_ += buffered;
+    if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
+    if (buffered < frame.payload.size()) {
+        // The rest of a large payload goes straight into the frame.
+        boost::system::error_code ec;
+        co_await asio::async_read(socket_, asio::buffer(frame.payload.data() + buffered, frame.payload.size() - buffered),
                                   asio::redirect_error(asio::use_awaitable, ec));
         if (ec) co_return Error{-ECONNRESET, "truncated frame: " + ec.message()};
     }
@@ -66,7 +88,8 @@ void Connection::send(const pfs_header& header, Bytes head, Bytes body, SharedBy
     h.payload_len = static_cast<uint32_t>(head.size() + out.body.size() + out.data.size());
     pfs_header_encode(&h, out.head.data());
     if (!head.empty()) std::memcpy(out.head.data() + PFS_HEADER_SIZE, head.data(), head.size());
-    queued_bytes_ += out.size();
+    if (!writing_ && (!write_now(out) || out.sent == out.size())) return;
+    queued_bytes_ += out.size() - out.sent;
     queue_.push_back(std::move(out));
     if (queued_bytes_ > kMaxQueuedBytes) {
         log::warn("dropping connection: peer does not read its replies", {{"peer", peer_}});
@@ -81,15 +104,33 @@ void Connection::send(const pfs_header& header, Bytes head, Bytes body, SharedBy
                    asio::detached);
 }
 
+std::array<asio::const_buffer, 3> Connection::Outgoing::unsent() const {
+    std::array<asio::const_buffer, 3> parts{asio::buffer(head), asio::buffer(body), asio::buffer(data.data(), data.size())};
+    size_t skip = sent;
+    for (auto& part : parts) {
+        const size_t n = std::min(skip, part.size());
+        part += n;
+        skip -= n;
+    }
+    return parts;
+}
+
+bool Connection::write_now(Outgoing& out) {
+    boost::system::error_code ec;
+    out.sent += socket_.write_some(out.unsent(), ec);
+    if (!ec || ec == asio::error::would_block || ec == asio::error::try_again) return true;
+    log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
+    close();
+    return false;
+}
+
 awaitable<void> Connection::write_loop() {
     while (!queue_.empty() && socket_.is_open()) {
         Outgoing out = std::move(queue_.front());
         queue_.pop_front();
-        queued_bytes_ -= out.size();
-        const std::array<asio::const_buffer, 3> buffers{asio::buffer(out.head), asio::buffer(out.body),
-                                                        asio::buffer(out.data.data(), out.data.size())};
+        queued_bytes_ -= out.size() - out.sent;
         boost::system::error_code ec;
-        co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+        co_await asio::async_write(socket_, out.unsent(), asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
             close();

@@ -2,8 +2,11 @@
 // io_context, each bounded (tests must not hang on a broken server).
 #pragma once
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "filesystem.hpp"
@@ -39,6 +42,22 @@ inline awaitable<bool> wait_routes(asio::io_context& io, client::Cluster& cluste
         co_await pause(io, std::chrono::milliseconds(50));
     }
     co_return routed();
+}
+
+// Until a file can be created at `path`: the metadata server has a usable
+// storage target in its own map (a client seeing the target is not enough,
+// pfs-meta learns of it separately). The file is left in place, empty.
+// False after 15 s.
+inline awaitable<bool> wait_creatable(asio::io_context& io, client::FileSystem& fs, const std::string& path) {
+    for (int i = 0; i < 300; ++i) {
+        auto f = co_await fs.open(path, O_CREAT | O_WRONLY);
+        if (f) {
+            auto closed = co_await fs.close(*f);
+            co_return bool(closed);
+        }
+        co_await pause(io, std::chrono::milliseconds(50));
+    }
+    co_return false;
 }
 
 // Polls an awaitable condition every 20 ms until true or the deadline.

@@ -7,20 +7,17 @@
 #include <set>
 
 #include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "gather.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+using pfs::test::pause;
 using namespace std::chrono_literals;
 
 namespace {
-
-awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
-    asio::steady_timer t(io, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 struct Acked {
     std::set<std::string> created;  // "w<worker>_<k>" acknowledged
@@ -51,6 +48,9 @@ TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create
             if (!ready) co_await pause(io, 50ms);
         }
         REQUIRE_OK(ready);
+        // Outside /crash: the check below explains every entry there.
+        bool creatable = co_await test::wait_creatable(io, fs, "/ready");
+        REQUIRE(creatable);
 
         bool killed = false;
         std::vector<Task<Unit>> tasks;

@@ -9,12 +9,14 @@
 
 #include "crc32c.hpp"
 #include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "gather.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
 using namespace pfs::client;
 using pfs::test::TestCluster;
+using pfs::test::pause;
 using namespace std::chrono_literals;
 
 namespace {
@@ -23,11 +25,6 @@ constexpr size_t kPiece = 96u << 10;  // not a multiple of the chunk size: piece
 constexpr int kFiles = 6;
 constexpr uint64_t kSyncedBeforeKill = 12u << 20;
 constexpr int kMaxPieces = 400;  // per file, so the test ends even if the kill never lands
-
-awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) {
-    asio::steady_timer t(io, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 // Piece k of file f: a fixed function of (f, k), so it can be checked without keeping it.
 Bytes piece(int f, int k) {

@@ -165,6 +165,41 @@ TEST_CASE("many requests in flight complete out of order, each with its own repl
     });
 }
 
+// Frames are written at once where the socket takes them (the rest by the
+// writer coroutine) and read through a buffer that may hold several frames
+// or only part of one: sizes from a few bytes to many times the socket's
+// buffer, all in flight together, must each come back whole.
+TEST_CASE("frames of any size arrive whole, however the socket splits them", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        constexpr int n = 48;
+        int completed = 0, intact = 0;
+        asio::steady_timer all_done(f.io, std::chrono::steady_clock::time_point::max());
+        std::mt19937 rng(11);
+        for (int i = 0; i < n; ++i) {
+            // Small ones, ones around the 64 KiB read buffer, and up to 3 MiB.
+            const size_t sizes[] = {1 + rng() % 40, (64u << 10) - 20 + rng() % 40, 1 + rng() % (3u << 20)};
+            Bytes payload(sizes[i % 3]);
+            for (size_t k = 0; k < payload.size(); ++k) payload[k] = static_cast<uint8_t>(rng());
+            payload[0] = 0;  // no delay: replies stream back while requests still go out
+            asio::co_spawn(f.io, [&, payload]() -> awaitable<void> {
+                auto r = co_await c->call(kEcho, payload, 20s);
+                if (r && r->body == payload) ++intact;
+                if (++completed == n) all_done.cancel();
+            }, asio::detached);
+        }
+        boost::system::error_code ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        CHECK(completed == n);
+        CHECK(intact == n);
+        CHECK(c->connects() == 1);
+        f.server->stop();
+        c->close();
+    });
+}
+
 TEST_CASE("a request times out without hanging the connection", "[rpc]") {
     Fixture f;
     f.start_server();
