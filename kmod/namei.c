@@ -142,6 +142,15 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 		return 1;
 	if (flags & LOOKUP_RCU)
 		return -ECHILD;
+	/*
+	 * An open retried after ESTALE (its inode was replaced by a rename
+	 * and freed between lookup and OPEN) goes by name, through
+	 * ->atomic_open: the server resolves the name and opens what it
+	 * names in one step, so no rename can slip in between again.
+	 */
+	if ((flags & (LOOKUP_REVAL | LOOKUP_OPEN)) == (LOOKUP_REVAL | LOOKUP_OPEN) &&
+	    d_really_is_positive(dentry) && !d_is_dir(dentry))
+		return 0;
 
 	parent = dget_parent(dentry);
 	gen = pfs_names_gen(d_inode(parent));
