@@ -119,9 +119,13 @@ bool Connection::write_now(Outgoing& out) {
     boost::system::error_code ec;
     out.sent += socket_.write_some(out.unsent(), ec);
     if (!ec || ec == asio::error::would_block || ec == asio::error::try_again) return true;
+    write_failed(ec);
+    return false;
+}
+
+void Connection::write_failed(const boost::system::error_code& ec) {
     log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
     close();
-    return false;
 }
 
 awaitable<void> Connection::write_loop() {
@@ -131,10 +135,7 @@ awaitable<void> Connection::write_loop() {
         queued_bytes_ -= out.size() - out.sent;
         boost::system::error_code ec;
         co_await asio::async_write(socket_, out.unsent(), asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) {
-            log::debug("write failed, closing connection", {{"peer", peer_}, {"error", ec.message()}});
-            close();
-        }
+        if (ec) write_failed(ec);
     }
     queue_.clear();
     queued_bytes_ = 0;

@@ -69,6 +69,7 @@ private:
     // Writes what the socket takes now without waiting; false when the
     // connection failed (and is closed).
     bool write_now(Outgoing& out);
+    void write_failed(const boost::system::error_code& ec);
     awaitable<void> write_loop();
     // At least `want` unread bytes in the read buffer, receiving as needed.
     awaitable<Status> fill(size_t want);
