@@ -9,6 +9,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -48,8 +49,23 @@ struct System {
     std::string dir;    // POSIX: the directory given; libpfs: the path in PFS
     bool libpfs = false;
     bool dir_is_ours = false;   // --local-dir: used (created, removed) as it is
-    bench::Figures figures;
+    std::vector<bench::Figures> rounds;
+    bench::Figures figures;     // each figure's median over the rounds
 };
+
+// The median of each figure over a system's rounds: one slow round (a noisy
+// neighbour, a journal commit) does not decide a ratio.
+bench::Figures median_figures(const std::vector<bench::Figures>& rounds) {
+    bench::Figures m;
+    for (const Row& r : kRows) {
+        std::vector<double> v;
+        for (const auto& f : rounds) v.push_back(f.*r.field);
+        std::sort(v.begin(), v.end());
+        size_t n = v.size();
+        m.*r.field = n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    }
+    return m;
+}
 
 std::string machine() {
     utsname u{};
@@ -85,7 +101,7 @@ Status run_posix(System& s, const bench::Workload& w) {
     try {
         // Otherwise a directory of its own: DIR may be a mount point, which
         // run_local could not remove.
-        s.figures = bench::run_local(s.dir_is_ours ? s.dir : s.dir + "/pfs-bench.work", w);
+        s.rounds.push_back(bench::run_local(s.dir_is_ours ? s.dir : s.dir + "/pfs-bench.work", w));
     } catch (const std::exception& e) {
         return Error{-EIO, s.name + ": " + e.what()};
     }
@@ -113,13 +129,14 @@ Status run_libpfs(System& s, const Options& options, const bench::Workload& w) {
     }, asio::detached);
     io.run();
     if (!figures) return figures.error();
-    s.figures = *figures;
+    s.rounds.push_back(*figures);
     return ok_status();
 }
 
 // Table on stdout: one column per system, then each one's ratio to the
 // baseline.
 void print_table(const std::vector<System>& systems, const System& base) {
+    if (base.rounds.size() > 1) std::printf("median of %zu rounds\n", base.rounds.size());
     std::printf("%-24s", "workload");
     for (const auto& s : systems) std::printf(" %12s", s.name.c_str());
     for (const auto& s : systems)
@@ -145,12 +162,14 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
                        {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread}, {"meta_workers", w.meta_workers()},
                        {"drop_caches", w.drop_caches}};
     out["baseline"] = base.name;
+    out["rounds"] = base.rounds.size();
     for (const auto& s : systems) out["systems"][s.name] = {{"dir", s.dir}, {"via", s.libpfs ? "libpfs" : "posix"}};
     for (const Row& r : kRows) {
         json row = {{"unit", r.unit}};
         double b = base.figures.*r.field;
         for (const auto& s : systems) {
             row[s.name] = s.figures.*r.field;
+            for (const auto& f : s.rounds) row["rounds"][s.name].push_back(f.*r.field);
             if (&s != &base) row["ratio"][s.name] = b > 0 ? s.figures.*r.field / b : 0;
         }
         out["results"][r.name] = row;
@@ -180,6 +199,8 @@ int main(int argc, char** argv) {
         ("meta-files", po::value<int>()->default_value(2000), "files per worker for the metadata workload")
         ("meta-threads", po::value<int>()->default_value(0),
          "concurrent workers for the metadata workload (0: as many as --threads)")
+        ("rounds", po::value<int>()->default_value(1),
+         "run every system this many times, interleaved, and report each figure's median")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
@@ -200,6 +221,8 @@ int main(int argc, char** argv) {
     if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
         return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
     if (w.meta_threads < 0 || w.meta_threads > 1024) return usage_error("--meta-threads must be 0..1024");
+    int rounds = options.get<int>("rounds");
+    if (rounds < 1 || rounds > 100) return usage_error("--rounds must be 1..100");
     if (w.drop_caches && geteuid() != 0) return usage_error("--drop-caches needs root");
 
     std::vector<System> systems;
@@ -216,8 +239,8 @@ int main(int argc, char** argv) {
     } else {
         if (!options.has("local-dir")) return usage_error("give --local-dir (libpfs beside it) or --posix NAME=DIR");
         if (!baseline.empty() && baseline != "local") return usage_error("--baseline is for --posix");
-        systems.push_back({"pfs", options.get<std::string>("pfs-dir"), true, false, {}});
-        systems.push_back({"local", options.get<std::string>("local-dir"), false, true, {}});
+        systems.push_back({"pfs", options.get<std::string>("pfs-dir"), true, false, {}, {}});
+        systems.push_back({"local", options.get<std::string>("local-dir"), false, true, {}, {}});
     }
     const System* base = nullptr;
     for (const auto& s : systems)
@@ -225,13 +248,19 @@ int main(int argc, char** argv) {
     if (!base && !baseline.empty()) return usage_error("--baseline '" + baseline + "' is not a --posix NAME");
     if (!base) base = &systems.back();
 
-    for (auto& s : systems) {
-        auto st = s.libpfs ? run_libpfs(s, options, w) : run_posix(s, w);
-        if (!st) {
-            std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
-            return 1;
+    // Interleaved (pfs, nfs, local, pfs, nfs, ...): a slow spell of the
+    // machine falls on every system alike.
+    for (int round = 0; round < rounds; ++round) {
+        for (auto& s : systems) {
+            if (rounds > 1) std::fprintf(stderr, "round %d of %d: ", round + 1, rounds);
+            auto st = s.libpfs ? run_libpfs(s, options, w) : run_posix(s, w);
+            if (!st) {
+                std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
+                return 1;
+            }
         }
     }
+    for (auto& s : systems) s.figures = median_figures(s.rounds);
 
     print_table(systems, *base);
     json out = to_json(systems, *base, w, options.get<std::string>("note"));

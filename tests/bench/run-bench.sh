@@ -7,9 +7,10 @@
 #
 # The storage servers use O_DIRECT chunk files (direct-io = true; set
 # PFS_BENCH_DIRECT_IO=false for the page cache). Without options pfs-bench
-# runs the metadata workload with 32 concurrent workers and, as root, drops
-# the kernel's caches before every read and stat phase (data sets larger
-# than memory); options given replace those.
+# runs three rounds (each figure their median), the metadata workload with
+# 32 concurrent workers and, as root, drops the kernel's caches before every
+# read and stat phase (data sets larger than memory); options given replace
+# those.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
@@ -18,7 +19,7 @@ export PFS_BUILD=$build
 export PFS_LOCAL_DIRECT_IO=${PFS_BENCH_DIRECT_IO:-true}
 args=("${@:2}")
 if [ ${#args[@]} -eq 0 ]; then
-  args=(--meta-threads 32)
+  args=(--meta-threads 32 --rounds 3)
   [ "$(id -u)" -ne 0 ] || args+=(--drop-caches)
 fi
 "$top/utils/pfs-local" stop > /dev/null 2>&1 || true

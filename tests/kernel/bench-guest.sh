@@ -6,7 +6,10 @@
 # with ratios to the local file system. The kernel's caches are dropped
 # before every read and stat phase (pfs-bench --drop-caches), so reads reach
 # each file system instead of the page cache. A small warm-up round on every
-# system comes first (TCG's code translation), its figures discarded.
+# system comes first (TCG's code translation), its figures discarded. Then
+# three rounds, the systems interleaved, and each figure's median: one run
+# of a workload lasts about a second here, and a single slow spell of the
+# host moved a ratio by 0.3.
 #
 #   bench-guest.sh [--systems pfs,nfs,local] [--sizes OPTIONS] [PFS-BENCH OPTIONS...]
 #
@@ -75,7 +78,7 @@ cores=$(nproc)
 # shellcheck disable=SC2086 # $sizes is a list of options
 "$bench" --config /dev/null "${args[@]}" --baseline local --drop-caches \
 	--note "QEMU TCG guest ($cores vCPUs, $(free -m | awk '/^Mem:/ {print $2}') MiB), all on one ext4 scratch disk (virtio)" \
-	--json-out "$PFS_GUEST_OUT/kernel-bench-results.json" $sizes "$@"
+	--json-out "$PFS_GUEST_OUT/kernel-bench-results.json" --rounds 3 $sizes "$@"
 
 if has pfs; then
 	umount_pfs /mnt/pfs
