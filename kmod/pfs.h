@@ -52,6 +52,16 @@ struct pfs_mount_opts {
 };
 
 /* sb->s_fs_info */
+/* CLOSEs waiting to go out together (file.c) */
+struct pfs_close_batch {
+	spinlock_t lock;
+	struct delayed_work work;
+	struct super_block *sb;
+	unsigned int waiting;
+	struct pfs_entry_id ids[PFS_CLOSE_MANY_MAX];
+	struct pfs_close_many sending;	/* the worker's own */
+};
+
 struct pfs_sb_info {
 	struct super_block *sb;
 	struct pfs_mount_opts opts;
@@ -69,6 +79,7 @@ struct pfs_sb_info {
 	/* keeps our session (locks, opens) alive on the metadata server */
 	struct delayed_work session_work;
 	unsigned long session_renew;	/* jiffies between renewals */
+	struct pfs_close_batch closes;
 };
 
 static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)
@@ -258,8 +269,9 @@ int pfs_report_size(struct inode *inode);
 /* ->open of a file whose OPEN the server has done (finish_open's open). */
 int pfs_file_open_counted(struct inode *inode, struct file *file);
 /* CLOSE of id in the background; pfs_drain_closes waits for all of them. */
+void pfs_close_batch_init(struct pfs_close_batch *b, struct super_block *sb);
 void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id);
-void pfs_drain_closes(void);
+void pfs_drain_closes(struct super_block *sb);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);

@@ -482,6 +482,11 @@ int pfs_x_invalidate(struct pfs_xdr *x, struct pfs_invalidate *m)
 	return pfs_x_entry_ids(x, &m->count, m->ids, PFS_INVALIDATE_MAX);
 }
 
+int pfs_x_close_many(struct pfs_xdr *x, struct pfs_close_many *m)
+{
+	return pfs_x_entry_ids(x, &m->count, m->ids, PFS_CLOSE_MANY_MAX);
+}
+
 int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
 			    struct pfs_chunk_unlink_many *m)
 {
@@ -801,6 +806,8 @@ const char *pfs_msg_name(__u16 type)
 		return "MOVE";
 	case PFS_MSG_REMOTE_LINK:
 		return "REMOTE_LINK";
+	case PFS_MSG_CLOSE_MANY:
+		return "CLOSE_MANY";
 	case PFS_MSG_ENTRY_DROP:
 		return "ENTRY_DROP";
 	case PFS_MSG_CHUNK_WRITE:

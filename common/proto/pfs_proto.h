@@ -132,6 +132,12 @@ enum pfs_msg_type {
 	PFS_MSG_MOVE = 232,		/* pfs_move */
 	PFS_MSG_REMOTE_LINK = 233,	/* pfs_remote_link */
 	PFS_MSG_ENTRY_DROP = 234,	/* pfs_entry_id */
+	/*
+	 * CLOSE of several entries of this server, as pfs.ko gathers the
+	 * closes of a few milliseconds. Every one is closed; the reply
+	 * carries the first error.
+	 */
+	PFS_MSG_CLOSE_MANY = 236,	/* pfs_close_many */
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
@@ -746,6 +752,12 @@ struct pfs_chunk_unlink_many {
 	struct pfs_entry_id files[PFS_CHUNK_UNLINK_MAX];
 };
 
+#define PFS_CLOSE_MANY_MAX	64
+struct pfs_close_many {
+	__u32 count;		/* 1..PFS_CLOSE_MANY_MAX */
+	struct pfs_entry_id ids[PFS_CLOSE_MANY_MAX];
+};
+
 struct pfs_chunk_truncate {
 	struct pfs_chunk_ref chunk;
 	__u64 size;
@@ -859,6 +871,7 @@ int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
 int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
 int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m);
+int pfs_x_close_many(struct pfs_xdr *x, struct pfs_close_many *m);
 int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
 			    struct pfs_chunk_unlink_many *m);
 int pfs_x_chunk_page(struct pfs_xdr *x, struct pfs_chunk_page *m);

@@ -76,6 +76,7 @@ void Service::install() {
     bind(PFS_MSG_OPEN, &Service::on_open);
     bind(PFS_MSG_OPEN_NAME, &Service::on_open_name);
     bind(PFS_MSG_CLOSE, &Service::on_close);
+    bind(PFS_MSG_CLOSE_MANY, &Service::on_close_many);
     bind(PFS_MSG_GETXATTR, &Service::on_getxattr);
     bind(PFS_MSG_SETXATTR, &Service::on_setxattr);
     bind(PFS_MSG_LISTXATTR, &Service::on_listxattr);
@@ -98,15 +99,21 @@ void Service::install() {
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
+    std::vector<FreedFile> all;
+    if (freed) all.push_back(std::move(*freed));
+    co_return co_await finish(std::move(reply), std::move(all));
+}
+
+awaitable<Reply> Service::finish(Result<Reply> reply, std::vector<FreedFile> freed) {
     if (!reply) co_return Reply::from(reply.error());
     auto st = co_await durable_();
     if (!st) {
         log::error("metadata change not durable", {{"error", st.error().message}});
         co_return Reply::from(st.error());
     }
-    if (freed) {
-        locks_.release_file(freed->id);
-        delete_chunks(std::move(*freed));
+    for (auto& f : freed) {
+        locks_.release_file(f.id);
+        delete_chunks(std::move(f));
     }
     co_return std::move(*reply);
 }
@@ -357,6 +364,22 @@ awaitable<Reply> Service::on_close(Request& req) {
     auto freed = close_for(req.frame.header.client_id, *m);
     if (!freed) co_return Reply::from(freed.error());
     co_return co_await finish(Reply::ok(), *freed);
+}
+
+awaitable<Reply> Service::on_close_many(Request& req) {
+    auto m = body(req, pfs_x_close_many);
+    if (!m) co_return malformed(PFS_MSG_CLOSE_MANY);
+    // Every entry is closed, whatever happens to the others: the client
+    // does not send them again.
+    std::vector<FreedFile> freed;
+    std::optional<Error> first_error;
+    for (uint32_t i = 0; i < m->count; ++i) {
+        auto f = close_for(req.frame.header.client_id, m->ids[i]);
+        if (!f && !first_error) first_error = f.error();
+        if (f && *f) freed.push_back(std::move(**f));
+    }
+    Reply reply = first_error ? Reply::from(*first_error) : Reply::ok();
+    co_return co_await finish(std::move(reply), std::move(freed));
 }
 
 awaitable<Reply> Service::on_getxattr(Request& req) {

@@ -71,6 +71,7 @@ private:
     awaitable<Reply> on_open(Request& req);
     awaitable<Reply> on_open_name(Request& req);
     awaitable<Reply> on_close(Request& req);
+    awaitable<Reply> on_close_many(Request& req);
     awaitable<Reply> on_getxattr(Request& req);
     awaitable<Reply> on_setxattr(Request& req);
     awaitable<Reply> on_listxattr(Request& req);
@@ -140,6 +141,7 @@ private:
 
     // Durable, then the reply; freed chunks go after the reply is settled.
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
+    awaitable<Reply> finish(Result<Reply> reply, std::vector<FreedFile> freed);
     // A name added to dir (mkdir, symlink, link): others are told, the
     // requester watches the entry.
     awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);

@@ -92,6 +92,7 @@ FUZZ_WRAP(stats)
 FUZZ_WRAP(msg_stats)
 FUZZ_WRAP(chunk_list)
 FUZZ_WRAP(chunk_unlink_many)
+FUZZ_WRAP(close_many)
 FUZZ_WRAP(chunk_page)
 FUZZ_WRAP(chunk_entry)
 
@@ -199,6 +200,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(msg_stats),
 	FUZZ_BODY(chunk_list),
 	FUZZ_BODY(chunk_unlink_many),
+	FUZZ_BODY(close_many),
 	/* CHUNK_LIST reply: the page with the count, then the entries */
 	{ "chunk_page", sizeof(struct pfs_chunk_page), fuzz_x_chunk_page,
 	  sizeof(struct pfs_chunk_entry), fuzz_x_chunk_entry,

@@ -338,6 +338,8 @@ int main(int argc, char **argv)
 			{ 0, 5, 5, 240, 600 } };
 		static struct pfs_chunk_unlink_many um = {
 			101, 2, { { 77, 2, 1 }, { 78, 2, 1 } } };
+		static struct pfs_close_many clm = {
+			2, { { 77, 1, 1 }, { 78, 1, 3 } } };
 		struct pfs_chunk_list cl = { 101, { 17, 0x7fffffffffffull },
 					     1024 };
 		struct pfs_chunk_page cp = { { 256, 0 }, 1, 2 };
@@ -348,6 +350,7 @@ int main(int argc, char **argv)
 		SEED(msg_stats, "1", &ms[0]);
 		SEED(chunk_list, "1", &cl);
 		SEED(chunk_unlink_many, "2", &um);
+		SEED(close_many, "2", &clm);
 		seed("chunk_page", "2", &cp, 2, ce);
 		SEED(chunk_entry, "1", &ce[0]);
 	}

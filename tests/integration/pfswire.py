@@ -14,7 +14,7 @@ FLAG_REPLY, FLAG_NOTIFY = 1, 2
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "REGISTER_NODE": 100, "REGISTER_TARGET": 101,
        "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104, "GET_POOLS": 105, "SUBSCRIBE": 109,
        "MAP_CHANGED": 110, "CHUNK_WRITE": 300, "CHUNK_READ": 301, "CHUNK_TRUNCATE": 302, "CHUNK_SYNC": 303,
-       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_UNLINK_MANY": 307}
+       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_UNLINK_MANY": 307, "CLOSE_MANY": 236}
 E_PROTO, E_AUTH, E_UNKNOWN_TARGET = 1000, 1001, 1005
 MAX_IO = 8 << 20  # bytes in one chunk read or write
 CHUNK_REF = struct.Struct("<QIII")  # entry id (ino, owner node, generation), target id
@@ -112,6 +112,12 @@ def chunk_unlink_many(target, inos, owner=1, generation=0, count=None):
     """A CHUNK_UNLINK_MANY body; count: what the header claims (default: len(inos))."""
     ids = b"".join(struct.pack("<QII", ino, owner, generation) for ino in inos)
     return struct.pack("<II", target, len(inos) if count is None else count) + ids
+
+
+def close_many(inos, owner=1, generation=0, count=None):
+    """A CLOSE_MANY body; count: what it claims (default: len(inos))."""
+    ids = b"".join(struct.pack("<QII", ino, owner, generation) for ino in inos)
+    return struct.pack("<I", len(inos) if count is None else count) + ids
 
 
 def chunk_io(target, ino, offset, length, owner=1, generation=0):

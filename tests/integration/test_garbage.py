@@ -108,6 +108,27 @@ class HostileInput(unittest.TestCase):
         conn.close()
         self.assertTrue(self.c.daemons["mgmtd"].alive())
 
+    def test_close_many_is_bounds_checked(self):
+        bad = {"no entries": pfswire.close_many([]),
+               "more than 64": pfswire.close_many(range(100, 165)),
+               "count past the end": pfswire.close_many([100, 101], count=3),
+               "bytes after the last": pfswire.close_many([100]) + b"\0"}
+        for what, body in bad.items():
+            with self.subTest(body=what):
+                conn = pfswire.connect_authenticated(self.ports["m1"], self.c.secret)
+                status, _ = conn.call(pfswire.MSG["CLOSE_MANY"], body)
+                self.assertEqual(status, 1000)
+                conn.close()
+        # Well formed, but nothing of it is open: an error, and the
+        # connection serves on.
+        conn = pfswire.connect_authenticated(self.ports["m1"], self.c.secret)
+        status, _ = conn.call(pfswire.MSG["CLOSE_MANY"], pfswire.close_many(range(100, 164)))
+        self.assertNotEqual(status, 0)
+        status, _ = conn.call(pfswire.MSG["PING"])
+        self.assertEqual(status, 0)
+        conn.close()
+        self.assertTrue(self.c.daemons["m1"].alive())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -5,7 +5,8 @@
 # the page cache, after dropping it (from the storage targets), and through
 # pfs-ctl (libpfs, the servers' view); then a sparse file past 4 GiB,
 # O_DIRECT at unaligned offsets, shared mmap writes, fsync's size report,
-# O_APPEND, partial overwrites, reads past EOF and a cache=none mount.
+# O_APPEND, partial overwrites, reads past EOF, a cache=none mount, and
+# closes sent together.
 . "$(dirname "$0")/lib.sh"
 
 MNT=/mnt/pfs
@@ -220,6 +221,29 @@ cp "$REF/nc2" "$MNT/dp/nc"
 cmp "$MNT2/dp/nc" "$REF/nc2" ||
 	fail "cache=none mount does not see the buffered mount's write"
 umount_pfs "$MNT2"
+
+step "closes go out together (CLOSE_MANY), and each one counts"
+# pfs.ko holds a close up to 20 ms and sends those of many files in one
+# CLOSE_MANY; umount sends what still waits. A close that never reached the
+# server would leave the file open there: after the unlink an orphan, its
+# chunk files kept.
+chunk_files() { find "$PFS_SCRATCH/pfs-targets" -path '*/chunks/*' -type f | wc -l; }
+before=$(chunk_files)
+mkdir "$MNT/dp/closes"
+for i in $(seq 40); do echo "file $i" > "$MNT/dp/closes/f$i"; done
+drop_caches
+for i in $(seq 40); do read -r line < "$MNT/dp/closes/f$i"; done
+[ "$(chunk_files)" -ge $((before + 40)) ] ||
+	fail "40 written files made $(($(chunk_files) - before)) chunk files"
+rm -r "$MNT/dp/closes"
+wait_until "the chunks of 40 closed and unlinked files freed" \
+	eval '[ "$(chunk_files)" -eq "$before" ]'
+mount_pfs "$MNT2"
+echo last > "$MNT2/dp/last"
+rm "$MNT2/dp/last"
+umount_pfs "$MNT2"
+wait_until "the chunks of a file closed just before umount freed" \
+	eval '[ "$(chunk_files)" -eq "$before" ]'
 
 step "unmount and unload"
 umount_pfs "$MNT"
