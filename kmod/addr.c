@@ -531,6 +531,19 @@ static void pfs_ra_worker(struct work_struct *work)
 	kvfree(w);
 }
 
+/*
+ * Whether the reader asked for the window's first byte and waits for it (a
+ * cache miss: synchronous readahead) rather than for bytes before the
+ * window (asynchronous readahead, triggered ahead of the reader). The
+ * reader then fetches the window itself: a worker would only add two
+ * wake-ups to its wait. The file's last read ended at prev_pos; a reader
+ * that jumped ahead of it looks asynchronous, and is served as before.
+ */
+static bool pfs_ra_reader_waits(struct readahead_control *ractl, loff_t pos)
+{
+	return ractl->ra && pos <= ractl->ra->prev_pos + 1;
+}
+
 static void pfs_readahead(struct readahead_control *ractl)
 {
 	unsigned int max = readahead_count(ractl);	/* pages: >= folios */
@@ -546,6 +559,10 @@ static void pfs_readahead(struct readahead_control *ractl)
 	w->nr = 0;
 	while (w->nr < max && (folio = readahead_folio(ractl)))
 		w->folios[w->nr++] = folio;
+	if (pfs_ra_reader_waits(ractl, w->pos)) {
+		pfs_ra_worker(&w->work);
+		return;
+	}
 	INIT_WORK(&w->work, pfs_ra_worker);
 	queue_work(pfs_ra_wq, &w->work);
 }
