@@ -174,8 +174,18 @@ awaitable<Reply> Service::on_create(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_CREATE);
     auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
-    auto created = ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
-                               (m->flags & PFS_CREATE_EXCL) != 0);
+    auto create = [&] {
+        return ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
+                           (m->flags & PFS_CREATE_EXCL) != 0);
+    };
+    auto created = create();
+    if (!created && created.error().code == -ENOSPC) {
+        // Each server and client learns of a new target on its own: one
+        // that came up a moment ago may be in the client's map before it
+        // is in ours. Look again before answering ENOSPC.
+        bool reloaded = co_await reload_targets();
+        if (reloaded) created = create();
+    }
     if (!created) co_return Reply::from(created.error());
     if (created->created) {
         const pfs_entry_id ids[] = {m->dir, created->attr.id};
@@ -188,6 +198,27 @@ awaitable<Reply> Service::on_create(Request& req) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
+}
+
+awaitable<bool> Service::reload_targets() {
+    if (auto running = targets_reloaded_) {
+        boost::system::error_code ec;
+        co_await running->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_return targets_reload_ok_;
+    }
+    auto done = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+    targets_reloaded_ = done;
+    auto body = co_await call_ok(cluster_.mgmtd(), PFS_MSG_GET_TARGETS, Bytes{});
+    std::vector<pfs_target_info> targets;
+    auto st = body ? decode_payload(*body, [&](pfs_xdr* x) {
+        xfer_list(x, targets, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE);
+    }) : Status(body.error());
+    if (st) chooser_.update(std::move(targets));
+    else log::warn("cannot reload the storage targets", {{"error", st.error().message}});
+    targets_reload_ok_ = bool(st);
+    targets_reloaded_.reset();
+    done->cancel();
+    co_return targets_reload_ok_;
 }
 
 awaitable<Reply> Service::on_mkdir(Request& req) {

@@ -44,10 +44,9 @@ inline awaitable<bool> wait_routes(asio::io_context& io, client::Cluster& cluste
     co_return routed();
 }
 
-// Until a file can be created at `path`: the metadata server has a usable
-// storage target in its own map (a client seeing the target is not enough,
-// pfs-meta learns of it separately). The file is left in place, empty.
-// False after 15 s.
+// Until a file can be created at `path`: a storage target is registered and
+// online (pfs-meta asks pfs-mgmtd again before it answers ENOSPC). The file
+// is left in place, empty. False after 15 s.
 inline awaitable<bool> wait_creatable(asio::io_context& io, client::FileSystem& fs, const std::string& path) {
     for (int i = 0; i < 300; ++i) {
         auto f = co_await fs.open(path, O_CREAT | O_WRONLY);

@@ -55,6 +55,10 @@ void Process::kill(int signo) {
     pid_ = -1;
 }
 
+void Process::signal(int signo) {
+    if (running()) ::kill(pid_, signo);
+}
+
 std::string Process::log_text() const {
     std::ifstream f(log_);
     std::stringstream ss;

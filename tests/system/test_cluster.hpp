@@ -28,6 +28,7 @@ public:
 
     void start();
     void kill(int signo);  // and reap
+    void signal(int signo);  // SIGSTOP, SIGCONT: nothing to reap
     bool running() const { return pid_ > 0; }
     std::string log_text() const;
 

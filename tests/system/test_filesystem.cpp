@@ -1,7 +1,7 @@
 // libpfs's file system API against real pfs-mgmtd, pfs-meta and pfs-storage
 // processes: POSIX namespace semantics, striped contents, xattrs, unlink of
 // open files, and a metadata server killed with -9 losing nothing it
-// acknowledged.
+// acknowledged; a create as soon as a new storage target is up.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -11,6 +11,7 @@
 
 #include "filesystem.hpp"
 #include "fs_waits.hpp"
+#include "gather.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
@@ -175,5 +176,66 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
         cluster.close();
     });
     INFO(tc.logs());
+    REQUIRE(ok);
+}
+
+// Each server and client hears of a new storage target on its own. A client
+// that already has it in its map may create a file before pfs-meta does: the
+// create must not fail with ENOSPC for a target pfs-mgmtd has online.
+TEST_CASE("a create right after a storage target comes up succeeds before pfs-meta hears of the target",
+          "[system]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    asio::io_context io;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
+    FileSystem fs(cluster);
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        Result<pfs_attr> dir = Error{};
+        for (int i = 0; i < 300 && !dir; ++i) {
+            (void)co_await cluster.start();
+            dir = co_await fs.mkdir("/d");
+            if (!dir) co_await pause(io, 50ms);
+        }
+        REQUIRE_OK(dir);
+        auto none = co_await fs.open("/d/none", O_CREAT | O_WRONLY);
+        CHECK_ERRNO(none, -ENOSPC);
+
+        // Stopped, pfs-meta cannot hear of the target coming up.
+        tc.daemon("m1").signal(SIGSTOP);
+        tc.start_storage("s1", 1);
+        bool online = co_await test::eventually(io, 15s, [&]() -> awaitable<bool> {
+            (void)co_await cluster.start();
+            for (const auto& t : cluster.targets())
+                if (t.reachability == PFS_REACH_ONLINE) co_return true;
+            co_return false;
+        });
+        if (!online) tc.daemon("m1").signal(SIGCONT);
+        REQUIRE(online);
+        // pfs-meta resumes with the creates and the notice of the new map
+        // waiting in its sockets, and cannot fetch that map while pfs-mgmtd
+        // is stopped: a create looking at what pfs-meta knows fails.
+        tc.daemon("mgmtd").signal(SIGSTOP);
+        constexpr int creates = 8;
+        std::vector<Task<Unit>> tasks;
+        for (int i = 0; i < creates; ++i) {
+            tasks.push_back([&, i]() -> awaitable<Result<Unit>> {
+                auto f = co_await fs.open("/d/f" + std::to_string(i), O_CREAT | O_WRONLY);
+                if (!f) co_return f.error();
+                co_return co_await fs.close(*f);
+            });
+        }
+        tasks.push_back([&]() -> awaitable<Result<Unit>> {
+            co_await pause(io, 100ms);
+            tc.daemon("m1").signal(SIGCONT);
+            co_await pause(io, 300ms);
+            tc.daemon("mgmtd").signal(SIGCONT);
+            co_return Unit{};
+        });
+        auto results = co_await gather(std::move(tasks));
+        for (int i = 0; i < creates; ++i) REQUIRE_OK(results[i]);
+        cluster.close();
+    });
+    INFO(tc.logs().substr(0, 20000));
     REQUIRE(ok);
 }
