@@ -108,12 +108,15 @@ Status run_posix(System& s, const bench::Workload& w) {
     return ok_status();
 }
 
-Status run_libpfs(System& s, const Options& options, const bench::Workload& w) {
+// round: 0, 1, ...; rounds after the first use DIR.2, DIR.3, ... (libpfs
+// has no recursive remove, and the workloads want a directory of their own).
+Status run_libpfs(System& s, const Options& options, const bench::Workload& w, int round) {
     auto secret = daemon::load_secret(options);
     if (!secret) return secret.error();
     auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
     if (!mgmtd) return mgmtd.error();
-    std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), s.dir.c_str());
+    const std::string dir = round == 0 ? s.dir : s.dir + "." + std::to_string(round + 1);
+    std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), dir.c_str());
     asio::io_context io;
     client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
     client::FileSystem fs(cluster);
@@ -123,7 +126,7 @@ Status run_libpfs(System& s, const Options& options, const bench::Workload& w) {
         if (!st) {
             figures = st.error();
         } else {
-            figures = co_await bench::run_pfs(fs, s.dir, w);
+            figures = co_await bench::run_pfs(fs, dir, w);
         }
         cluster.close();
     }, asio::detached);
@@ -188,7 +191,8 @@ int main(int argc, char** argv) {
     options.add()
         ("mgmtd", po::value<std::string>()->default_value("localhost"), "management daemon, HOST[:PORT]")
         ("local-dir", po::value<std::string>(), "local directory for the comparison with libpfs (same disk as the targets)")
-        ("pfs-dir", po::value<std::string>()->default_value("/bench"), "directory in PFS to create and use")
+        ("pfs-dir", po::value<std::string>()->default_value("/bench"),
+         "directory in PFS to create and use (later rounds: DIR.2, DIR.3, ...)")
         ("posix", po::value<std::vector<std::string>>()->composing(),
          "NAME=DIR (repeatable): run the workloads through POSIX calls in DIR/pfs-bench.work instead of libpfs")
         ("baseline", po::value<std::string>()->default_value(""),
@@ -253,7 +257,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
         for (auto& s : systems) {
             if (rounds > 1) std::fprintf(stderr, "round %d of %d: ", round + 1, rounds);
-            auto st = s.libpfs ? run_libpfs(s, options, w) : run_posix(s, w);
+            auto st = s.libpfs ? run_libpfs(s, options, w, round) : run_posix(s, w);
             if (!st) {
                 std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
                 return 1;
