@@ -139,14 +139,26 @@ static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m,
 			    unsigned int n)
 {
 	u32 count = m->count;
-	int rc;
+	unsigned int i;
+	int rc = -EOPNOTSUPP;
 
 	m->count = n;
-	if (n == 1)
-		rc = pfs_send_close(sb, &m->ids[0]);
-	else
+	if (n > 1)
 		rc = pfs_meta_simple(sb, &m->ids[0], PFS_MSG_CLOSE_MANY,
 				     pfs_x_close_many, m);
+	/*
+	 * One CLOSE each: for a single close, to a server without CLOSE_MANY
+	 * (an older one), or without the memory to encode the batch.
+	 */
+	if (rc == -EOPNOTSUPP || rc == -ENOMEM) {
+		rc = 0;
+		for (i = 0; i < n; i++) {
+			int err = pfs_send_close(sb, &m->ids[i]);
+
+			if (err && !rc)
+				rc = err;
+		}
+	}
 	if (rc)
 		pr_warn_ratelimited("CLOSE of %u inodes (inode %llu first) failed: %d\n",
 				    n, m->ids[0].ino, rc);

@@ -61,14 +61,44 @@ void Cluster::schedule_refresh() {
     }, asio::detached);
 }
 
+awaitable<Status> Cluster::refresh_now() {
+    const uint64_t after = refreshes_begun_;
+    schedule_refresh();
+    for (;;) {
+        asio::steady_timer wake(ex_, asio::steady_timer::time_point::max());
+        refresh_waiters_.push_back(&wake);
+        struct Leave {
+            std::vector<asio::steady_timer*>& waiters;
+            asio::steady_timer* me;
+            ~Leave() { std::erase(waiters, me); }
+        } leave{refresh_waiters_, &wake};
+        boost::system::error_code ec;
+        co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        // One that began before the call may have fetched the old map; a
+        // failed one stopped the refreshing (schedule_refresh).
+        if (last_ended_ > after || !last_status_) co_return last_status_;
+    }
+}
+
 awaitable<Status> Cluster::refresh() {
     refreshing_ = true;
     stale_ = false;
+    // However it ends, refresh_now's callers hear of it.
     struct Done {
-        bool& flag;
-        ~Done() { flag = false; }
-    } done{refreshing_};
+        Cluster& c;
+        uint64_t begun;
+        ~Done() {
+            c.refreshing_ = false;
+            c.last_ended_ = std::max(c.last_ended_, begun);
+            for (auto* w : c.refresh_waiters_) w->cancel();
+        }
+    } done{*this, ++refreshes_begun_};
+    last_status_ = Error{-EIO, "the map refresh did not finish"};
+    last_status_ = co_await fetch_map();
+    co_return last_status_;
+}
 
+awaitable<Status> Cluster::fetch_map() {
     auto nodes_body = co_await call_ok(*mgmtd_, PFS_MSG_GET_NODES, encode(pfs_x_get_nodes, pfs_get_nodes{0}));
     if (!nodes_body) co_return nodes_body.error();
     std::vector<pfs_node_info> nodes;

@@ -25,6 +25,11 @@ public:
 
     // Loads the map and subscribes to its changes.
     awaitable<Status> start();
+    // The map fetched again for a caller that may be behind a change it has
+    // not been told of yet (the push still on its way): returns the outcome
+    // of a refresh begun after the call. Joins the refreshes under way
+    // instead of starting its own.
+    awaitable<Status> refresh_now();
     Result<TargetRoute> route(uint32_t target_id) const;
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
     // To the metadata server that owns an entry (pfs_entry_id::owner_node),
@@ -58,6 +63,7 @@ public:
 
 private:
     awaitable<Status> refresh();
+    awaitable<Status> fetch_map();
     awaitable<Status> subscribe();
     void schedule_refresh();
 
@@ -81,6 +87,13 @@ private:
     uint64_t refreshes_ = 0;
     bool refreshing_ = false;
     bool stale_ = false;
+    // For refresh_now: refreshes begun, the begin number of the last one
+    // to end and how it ended; its callers wait on these timers, cancelled
+    // whenever a refresh ends.
+    uint64_t refreshes_begun_ = 0;
+    uint64_t last_ended_ = 0;
+    Status last_status_ = ok_status();
+    std::vector<asio::steady_timer*> refresh_waiters_;
 };
 
 }  // namespace pfs::client

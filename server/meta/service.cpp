@@ -183,8 +183,8 @@ awaitable<Reply> Service::on_create(Request& req) {
         // Each server and client learns of a new target on its own: one
         // that came up a moment ago may be in the client's map before it
         // is in ours. Look again before answering ENOSPC.
-        bool reloaded = co_await reload_targets();
-        if (reloaded) created = create();
+        co_await reload_targets();
+        created = create();
     }
     if (!created) co_return Reply::from(created.error());
     if (created->created) {
@@ -200,25 +200,13 @@ awaitable<Reply> Service::on_create(Request& req) {
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
 }
 
-awaitable<bool> Service::reload_targets() {
-    if (auto running = targets_reloaded_) {
-        boost::system::error_code ec;
-        co_await running->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        co_return targets_reload_ok_;
-    }
-    auto done = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
-    targets_reloaded_ = done;
-    auto body = co_await call_ok(cluster_.mgmtd(), PFS_MSG_GET_TARGETS, Bytes{});
-    std::vector<pfs_target_info> targets;
-    auto st = body ? decode_payload(*body, [&](pfs_xdr* x) {
-        xfer_list(x, targets, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE);
-    }) : Status(body.error());
-    if (st) chooser_.update(std::move(targets));
-    else log::warn("cannot reload the storage targets", {{"error", st.error().message}});
-    targets_reload_ok_ = bool(st);
-    targets_reloaded_.reset();
-    done->cancel();
-    co_return targets_reload_ok_;
+awaitable<void> Service::reload_targets() {
+    // Without any usable target every create would cost a round trip to
+    // pfs-mgmtd: one look per 100 ms (creates at the same time share it).
+    if (std::chrono::steady_clock::now() - targets_reloaded_ < std::chrono::milliseconds(100)) co_return;
+    auto st = co_await cluster_.refresh_now();
+    targets_reloaded_ = std::chrono::steady_clock::now();
+    if (!st) log::warn("cannot reload the storage targets", {{"error", st.error().message}});
 }
 
 awaitable<Reply> Service::on_mkdir(Request& req) {

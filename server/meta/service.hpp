@@ -152,10 +152,8 @@ private:
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.
     Reply opened_reply(const Request& req, const Attr& attr);
-    // The storage targets straight from pfs-mgmtd, into the chooser; false
-    // when they could not be had. Callers while one is under way wait for
-    // its answer.
-    awaitable<bool> reload_targets();
+    // The map fetched again (the chooser follows it), at most every 100 ms.
+    awaitable<void> reload_targets();
 
     asio::any_io_executor ex_;
     RpcServer& server_;
@@ -163,8 +161,7 @@ private:
     client::StripedIo files_;
     ChunkReaper reaper_;
     TargetChooser& chooser_;
-    std::shared_ptr<asio::steady_timer> targets_reloaded_;  // while a reload runs
-    bool targets_reload_ok_ = false;
+    std::chrono::steady_clock::time_point targets_reloaded_{};
     Namespace* ns_ = nullptr;
     Durable durable_;
     Sessions sessions_;

@@ -31,6 +31,20 @@ inline awaitable<bool> wait_ready(asio::io_context& io, client::Cluster& cluster
     co_return false;
 }
 
+// mkdir of `path` once the metadata server serves the namespace (it needs
+// the storage map first): its last answer, after at most 15 s.
+inline awaitable<Result<pfs_attr>> mkdir_when_served(asio::io_context& io, client::Cluster& cluster,
+                                                     client::FileSystem& fs, const std::string& path) {
+    Result<pfs_attr> made = Error{-ETIMEDOUT, "mkdir " + path + " was never tried"};
+    for (int i = 0; i < 300; ++i) {
+        (void)co_await cluster.start();
+        made = co_await fs.mkdir(path);
+        if (made) break;
+        co_await pause(io, std::chrono::milliseconds(50));
+    }
+    co_return made;
+}
+
 // Until the map routes every target in `targets` to its storage server;
 // false after 10 s.
 inline awaitable<bool> wait_routes(asio::io_context& io, client::Cluster& cluster, std::vector<uint32_t> targets) {

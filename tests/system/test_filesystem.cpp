@@ -191,12 +191,7 @@ TEST_CASE("a create right after a storage target comes up succeeds before pfs-me
     Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
     FileSystem fs(cluster);
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        Result<pfs_attr> dir = Error{};
-        for (int i = 0; i < 300 && !dir; ++i) {
-            (void)co_await cluster.start();
-            dir = co_await fs.mkdir("/d");
-            if (!dir) co_await pause(io, 50ms);
-        }
+        auto dir = co_await test::mkdir_when_served(io, cluster, fs, "/d");
         REQUIRE_OK(dir);
         auto none = co_await fs.open("/d/none", O_CREAT | O_WRONLY);
         CHECK_ERRNO(none, -ENOSPC);

@@ -41,12 +41,7 @@ TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create
     constexpr int workers = 8;
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        Result<pfs_attr> ready = Error{};
-        for (int i = 0; i < 300 && !ready; ++i) {
-            (void)co_await cluster.start();
-            ready = co_await fs.mkdir("/crash");
-            if (!ready) co_await pause(io, 50ms);
-        }
+        auto ready = co_await test::mkdir_when_served(io, cluster, fs, "/crash");
         REQUIRE_OK(ready);
         // Outside /crash: the check below explains every entry there.
         bool creatable = co_await test::wait_creatable(io, fs, "/ready");
