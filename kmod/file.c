@@ -134,15 +134,12 @@ static int pfs_send_close(struct super_block *sb, const struct pfs_entry_id *id)
 
 static struct workqueue_struct *pfs_close_wq;
 
-/* Sends the first n of m->ids, all owned by one metadata server. */
-static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m,
-			    unsigned int n)
+/* Sends the closes of m, all owned by one metadata server. */
+static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m)
 {
-	u32 count = m->count;
-	unsigned int i;
+	unsigned int i, n = m->count;
 	int rc = -EOPNOTSUPP;
 
-	m->count = n;
 	if (n > 1)
 		rc = pfs_meta_simple(sb, &m->ids[0], PFS_MSG_CLOSE_MANY,
 				     pfs_x_close_many, m);
@@ -162,7 +159,6 @@ static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m,
 	if (rc)
 		pr_warn_ratelimited("CLOSE of %u inodes (inode %llu first) failed: %d\n",
 				    n, m->ids[0].ino, rc);
-	m->count = count;
 }
 
 static void pfs_close_worker(struct work_struct *work)
@@ -170,24 +166,25 @@ static void pfs_close_worker(struct work_struct *work)
 	struct pfs_close_batch *b = container_of(to_delayed_work(work),
 						 struct pfs_close_batch, work);
 	struct pfs_close_many *m = &b->sending;
-	unsigned int i, k;
+	unsigned int i, left;
 
 	spin_lock(&b->lock);
-	m->count = b->waiting;
-	memcpy(m->ids, b->ids, m->count * sizeof(m->ids[0]));
+	left = b->waiting;
+	memcpy(m->ids, b->ids, left * sizeof(m->ids[0]));
 	b->waiting = 0;
 	spin_unlock(&b->lock);
-	while (m->count) {
+	while (left) {
 		/* Those of the first one's server to the front, sent. */
-		for (i = 0, k = 0; i < m->count; i++) {
+		m->count = 0;
+		for (i = 0; i < left; i++) {
 			if (m->ids[i].owner_node != m->ids[0].owner_node)
 				continue;
-			swap(m->ids[i], m->ids[k]);
-			k++;
+			swap(m->ids[i], m->ids[m->count]);
+			m->count++;
 		}
-		pfs_send_closes(b->sb, m, k);
-		m->count -= k;
-		memmove(m->ids, m->ids + k, m->count * sizeof(m->ids[0]));
+		pfs_send_closes(b->sb, m);
+		left -= m->count;
+		memmove(m->ids, m->ids + m->count, left * sizeof(m->ids[0]));
 	}
 }
 

@@ -12,7 +12,8 @@ Cluster::Cluster(asio::any_io_executor ex, Endpoint mgmtd, auth::Secret secret, 
       secret_(secret),
       config_(config),
       connections_per_server_(connections_per_server),
-      mgmtd_(RpcClient::create(ex, std::move(mgmtd), std::move(secret), config)) {
+      mgmtd_(RpcClient::create(ex, std::move(mgmtd), std::move(secret), config)),
+      refresh_ended_(ex, asio::steady_timer::time_point::max()) {
     mgmtd_->on_notify([this](const Frame& frame) {
         if (frame.header.type == PFS_MSG_MAP_CHANGED) schedule_refresh();
     });
@@ -65,15 +66,8 @@ awaitable<Status> Cluster::refresh_now() {
     const uint64_t after = refreshes_begun_;
     schedule_refresh();
     for (;;) {
-        asio::steady_timer wake(ex_, asio::steady_timer::time_point::max());
-        refresh_waiters_.push_back(&wake);
-        struct Leave {
-            std::vector<asio::steady_timer*>& waiters;
-            asio::steady_timer* me;
-            ~Leave() { std::erase(waiters, me); }
-        } leave{refresh_waiters_, &wake};
         boost::system::error_code ec;
-        co_await wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_await refresh_ended_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         // One that began before the call may have fetched the old map; a
         // failed one stopped the refreshing (schedule_refresh).
         if (last_ended_ > after || !last_status_) co_return last_status_;
@@ -90,7 +84,7 @@ awaitable<Status> Cluster::refresh() {
         ~Done() {
             c.refreshing_ = false;
             c.last_ended_ = std::max(c.last_ended_, begun);
-            for (auto* w : c.refresh_waiters_) w->cancel();
+            c.refresh_ended_.cancel();
         }
     } done{*this, ++refreshes_begun_};
     last_status_ = Error{-EIO, "the map refresh did not finish"};

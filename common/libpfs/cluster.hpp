@@ -88,12 +88,12 @@ private:
     bool refreshing_ = false;
     bool stale_ = false;
     // For refresh_now: refreshes begun, the begin number of the last one
-    // to end and how it ended; its callers wait on these timers, cancelled
-    // whenever a refresh ends.
+    // to end and how it ended; its callers wait on the timer, cancelled
+    // (never expiring) whenever a refresh ends.
     uint64_t refreshes_begun_ = 0;
     uint64_t last_ended_ = 0;
     Status last_status_ = ok_status();
-    std::vector<asio::steady_timer*> refresh_waiters_;
+    asio::steady_timer refresh_ended_;
 };
 
 }  // namespace pfs::client
