@@ -359,6 +359,15 @@ static void pfs_fill_setattr(struct inode *inode, const struct iattr *ia,
 	if ((valid & ATTR_SIZE) && S_ISREG(inode->i_mode)) {
 		m->valid |= PFS_SET_SIZE;
 		m->size = ia->ia_size;
+		/*
+		 * truncate(2) asks for no times: a size change moves mtime
+		 * (ctime follows on the server). Our size, not the server's:
+		 * it may not know of writes not yet reported.
+		 */
+		if (!(valid & ATTR_MTIME) && ia->ia_size != i_size_read(inode)) {
+			valid |= ATTR_MTIME;
+			valid &= ~ATTR_MTIME_SET;
+		}
 	}
 	if (valid & ATTR_ATIME) {
 		m->valid |= PFS_SET_ATIME;

@@ -141,7 +141,7 @@ enum pfs_msg_type {
 	/* storage: chunk files, one per file per target */
 	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
 	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
-	PFS_MSG_CHUNK_TRUNCATE = 302,	/* pfs_chunk_truncate */
+	PFS_MSG_CHUNK_TRUNCATE = 302,	/* pfs_chunk_truncate: cut, durably */
 	PFS_MSG_CHUNK_SYNC = 303,	/* pfs_chunk_ref */
 	PFS_MSG_CHUNK_UNLINK = 304,	/* pfs_chunk_ref */
 	PFS_MSG_CHUNK_STAT = 305,	/* pfs_chunk_ref -> pfs_chunk_stat */

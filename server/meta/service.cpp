@@ -310,11 +310,12 @@ awaitable<Reply> Service::on_setattr(Request& req) {
         if (m->size > current->size) changes.size = m->size;
     } else if (m->valid & PFS_SET_SIZE) {
         changes.size = m->size;
-        // Cut the chunks before the smaller size is committed: a crash in
-        // between leaves zeros past the old end, never old data that a
-        // later extension would expose.
-        auto layout = ns_->layout(m->id);
-        if (layout && m->size < current->size) {
+        // Cut the chunks, durably, before the new size is committed: a
+        // crash in between leaves zeros past the old end, never old data
+        // that a later extension would expose. Always, not only below the
+        // size known here: clients report how far they wrote only at
+        // close and fsync, so the chunks may hold bytes past it.
+        if (auto layout = ns_->layout(m->id)) {
             auto st = co_await files_.truncate(*layout, m->id, m->size);
             if (!st) co_return Reply::from(st.error());
         }

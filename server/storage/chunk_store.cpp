@@ -308,15 +308,22 @@ awaitable<Result<SharedBytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t
 
 awaitable<Status> ChunkStore::truncate(const pfs_entry_id& id, uint64_t size) {
     if (size > static_cast<uint64_t>(LLONG_MAX)) co_return in_context(id, Error{-EFBIG, "size too large"});
-    auto file = co_await this->file(id, size > 0);
+    auto file = co_await this->file(id, false);
     if (!file) {
-        if (size == 0 && is_enoent(file.error())) co_return ok_status();
+        if (is_enoent(file.error())) co_return ok_status();  // nothing to cut
         co_return in_context(id, file.error());
     }
+    struct stat st {};
+    if (::fstat((*file)->fd.get(), &st) != 0)
+        co_return in_context(id, Error{-errno, "fstat: " + errno_text(-errno)});
+    if (static_cast<uint64_t>(st.st_size) <= size) co_return ok_status();
     // Plain ftruncate: io_uring has no truncate before Linux 6.9. It only
-    // changes metadata, so it does not block on data I/O.
+    // changes metadata, so it does not block on data I/O. Then the cut is
+    // made durable: the caller commits the smaller size only after it.
     if (::ftruncate((*file)->fd.get(), static_cast<off_t>(size)) != 0)
         co_return in_context(id, Error{-errno, "ftruncate: " + errno_text(-errno)});
+    auto synced = co_await ring_.fsync((*file)->fd.get(), true);
+    if (!synced) co_return in_context(id, synced.error());
     co_return ok_status();
 }
 

@@ -102,7 +102,9 @@ public:
     // when the chunk was never written (sparse). They stay in the buffer
     // they were read into (no copy), which they keep.
     awaitable<Result<SharedBytes>> read(const pfs_entry_id& id, uint64_t offset, uint32_t length);
-    // Sets the size; creates a missing chunk only when size > 0.
+    // Cuts the chunk to at most size bytes, durably (fdatasync) when it
+    // cut anything; never grows or creates one (reads past a chunk's end
+    // are zeros anyway).
     awaitable<Status> truncate(const pfs_entry_id& id, uint64_t size);
     // fdatasync; nothing to do for a chunk that does not exist.
     awaitable<Status> sync(const pfs_entry_id& id);

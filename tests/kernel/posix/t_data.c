@@ -342,6 +342,75 @@ static void truncate_errors(void)
 	t_expect_str("f", "x");
 }
 
+/*
+ * fsx's sequence: bytes written but not yet synced (so the servers' size
+ * is still the old one) are cut by a truncate, the file grows again past
+ * them: they must read as zeroes, from the page cache and from the file
+ * system, buffered or direct.
+ */
+static void cut_unsynced(int direct)
+{
+	enum { BASE = 0x10000, W = 0x4b000, WLEN = 0x6000, DOWN = 0x3f000,
+	       UP = 0x45000, FAR_W = 0x5f000, END = FAR_W + 0x1000 };
+	unsigned char *buf = t_alloc_aligned(END), *want = t_alloc(END);
+	int fd = SYS(open("f", O_CREAT | O_RDWR | O_TRUNC, 0644));
+
+	t_pattern(want, BASE, 0, 8);
+	t_pwrite_all(fd, want, BASE, 0);
+	SYS(fsync(fd));
+	if (direct) {
+		int dfd = open("f", O_RDWR | O_DIRECT);
+
+		if (dfd < 0 && errno == EINVAL)
+			t_skip("open(O_DIRECT): EINVAL (not supported)");
+		CHECKF(dfd >= 0, "open(O_DIRECT): %s", strerror(errno));
+		memset(buf, 0xd1, WLEN);
+		t_pwrite_all(dfd, buf, WLEN, W);
+		SYS(close(dfd));
+	} else {
+		memset(buf, 0xd1, WLEN);
+		t_pwrite_all(fd, buf, WLEN, W);
+	}
+	SYS(ftruncate(fd, DOWN));
+	SYS(ftruncate(fd, UP));
+	memset(want + FAR_W, 0x5a, 0x1000);
+	t_pwrite_all(fd, want + FAR_W, 0x1000, FAR_W);
+	CHECK_EQ(t_fstat(fd).st_size, END);
+	t_pread_all(fd, buf, 0x4000, 0x4c000);
+	t_check_zero(buf, 0x4000, 0x4c000, "cut, then regrown (cached)");
+	SYS(fsync(fd));
+	SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	SYS(close(fd));
+	t_expect_file("f", want, END);
+}
+
+static void truncate_cuts_unsynced(void)
+{
+	cut_unsynced(0);
+}
+
+static void truncate_cuts_unsynced_direct(void)
+{
+	cut_unsynced(1);
+}
+
+/* truncate(2) by path moves mtime when it changes the size, even down. */
+static void truncate_path_times(void)
+{
+	struct timespec past[2] = { { 946684800, 0 }, { 946684800, 0 } };
+	int fd = SYS(open("f", O_CREAT | O_RDWR | O_TRUNC, 0644));
+
+	CHECK_EQ(SYS(write(fd, "0123456789", 10)), 10);
+	SYS(futimens(fd, past));
+	SYS(truncate("f", 0));
+	struct stat st = t_fstat(fd);
+
+	CHECK_EQ(st.st_size, 0);
+	CHECKF(st.st_mtim.tv_sec > 946684800, "truncate down did not move mtime");
+	CHECKF(st.st_ctim.tv_sec > 946684800, "truncate down did not move ctime");
+	SYS(close(fd));
+}
+
 static const struct t_case sparse_cases[] = {
 	{ "pwrite at 5 GiB sets the size", far_size },
 	{ "the hole reads as zeroes", hole_reads_zero },
@@ -363,6 +432,10 @@ static const struct t_case truncate_cases[] = {
 	{ "ftruncate on an fd", ftruncate_fd },
 	{ "O_TRUNC on open", o_trunc },
 	{ "truncate of a dir, a missing file, to -1", truncate_errors },
+	{ "truncate cuts bytes not yet synced", truncate_cuts_unsynced },
+	{ "truncate cuts O_DIRECT bytes not yet synced",
+	  truncate_cuts_unsynced_direct },
+	{ "truncate by path moves mtime and ctime", truncate_path_times },
 	{ NULL, NULL },
 };
 
