@@ -57,7 +57,6 @@ static int pfs_send_size(struct inode *inode, bool written)
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_setattr req = {};
 	struct pfs_attr attr;
-	struct timespec64 now;
 	u64 size = i_size_read(inode);
 	u64 reported;
 	void *buf;
@@ -70,12 +69,10 @@ static int pfs_send_size(struct inode *inode, bool written)
 	if (size <= reported && !written)
 		return 0;
 
-	ktime_get_real_ts64(&now);
 	req.id = pi->id;
-	req.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME;
+	/* "now" on the server's clock: whoever may write may set it. */
+	req.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME | PFS_SET_MTIME_NOW;
 	req.size = size;
-	req.mtime.sec = now.tv_sec;
-	req.mtime.nsec = now.tv_nsec;
 	buf = pfs_encode(pfs_x_setattr, &req, &len);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);

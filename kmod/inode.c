@@ -369,12 +369,17 @@ static void pfs_fill_setattr(struct inode *inode, const struct iattr *ia,
 			valid &= ~ATTR_MTIME_SET;
 		}
 	}
+	/* Without _SET the time is "now": the server stamps its own clock. */
 	if (valid & ATTR_ATIME) {
 		m->valid |= PFS_SET_ATIME;
+		if (!(valid & ATTR_ATIME_SET))
+			m->valid |= PFS_SET_ATIME_NOW;
 		m->atime = pfs_wire_ts(valid & ATTR_ATIME_SET ? ia->ia_atime : now);
 	}
 	if (valid & ATTR_MTIME) {
 		m->valid |= PFS_SET_MTIME;
+		if (!(valid & ATTR_MTIME_SET))
+			m->valid |= PFS_SET_MTIME_NOW;
 		m->mtime = pfs_wire_ts(valid & ATTR_MTIME_SET ? ia->ia_mtime : now);
 	}
 }

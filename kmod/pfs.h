@@ -49,6 +49,7 @@ struct pfs_mount_opts {
 	unsigned int name_ttl_ms;	/* dentry cache; PFS_NAME_TTL_UNSET */
 	unsigned int conns_per_server;
 	enum pfs_cache_mode cache;
+	bool data_mac;			/* frame MACs on storage traffic */
 };
 
 /* sb->s_fs_info */
@@ -67,6 +68,7 @@ struct pfs_sb_info {
 	struct pfs_mount_opts opts;
 	struct pfs_net *net;
 	struct pfs_entry_id root;
+	u8 token[PFS_CLIENT_TOKEN_LEN];	/* proves client_id to the servers */
 	u64 client_id;
 	unsigned long attr_ttl;		/* jiffies */
 	unsigned long name_ttl;		/* jiffies */

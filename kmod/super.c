@@ -48,6 +48,7 @@ enum pfs_param {
 	Opt_name_ttl,
 	Opt_conns,
 	Opt_cache,
+	Opt_data_mac,
 };
 
 static const struct constant_table pfs_cache_modes[] = {
@@ -64,6 +65,7 @@ static const struct fs_parameter_spec pfs_fs_parameters[] = {
 	fsparam_u32("name_ttl", Opt_name_ttl),
 	fsparam_u32("conns", Opt_conns),
 	fsparam_enum("cache", Opt_cache, pfs_cache_modes),
+	fsparam_flag("data_mac", Opt_data_mac),
 	{}
 };
 
@@ -118,6 +120,9 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_cache:
 		opts->cache = result.uint_32;
+		break;
+	case Opt_data_mac:
+		opts->data_mac = true;
 		break;
 	}
 	return 0;
@@ -188,8 +193,8 @@ static int pfs_read_secret(struct fs_context *fc, const char *path, u8 **out,
 		errorfc(fc, "secret_file %s is not a regular file", path);
 		goto out_close;
 	}
-	if (file_inode(file)->i_mode & 0007) {
-		errorfc(fc, "secret_file %s is accessible by others (chmod 600 it)",
+	if (file_inode(file)->i_mode & 0077) {
+		errorfc(fc, "secret_file %s is accessible by its group or others (chmod 600 it)",
 			path);
 		rc = -EACCES;
 		goto out_close;
@@ -302,6 +307,8 @@ static int pfs_show_options(struct seq_file *m, struct dentry *root)
 		   opts->conns_per_server);
 	seq_printf(m, ",cache=%s",
 		   opts->cache == PFS_CACHE_NONE ? "none" : "buffered");
+	if (opts->data_mac)
+		seq_puts(m, ",data_mac");
 	return 0;
 }
 
@@ -393,10 +400,17 @@ static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
 	rc = pfs_read_secret(fc, sbi->opts.secret_file, &secret, &secret_len);
 	if (rc)
 		return rc;
-	cfg.secret = secret;
-	cfg.secret_len = secret_len;
-	net = pfs_net_start(&cfg);
+	rc = pfs_auth_client_key(secret, secret_len, cfg.key);
 	kfree_sensitive(secret);
+	if (rc) {
+		errorfc(fc, "secret_file %s holds neither the cluster secret nor a client key (\"pfs-key-v1 client HEX\")",
+			sbi->opts.secret_file);
+		return rc;
+	}
+	memcpy(cfg.token, sbi->token, sizeof(cfg.token));
+	cfg.data_mac = sbi->opts.data_mac;
+	net = pfs_net_start(&cfg);
+	memzero_explicit(&cfg, sizeof(cfg));
 	if (IS_ERR(net)) {
 		rc = PTR_ERR(net);
 		if (rc == -EACCES)
@@ -518,8 +532,9 @@ static int pfs_get_tree(struct fs_context *fc)
 	atomic_set(&sbi->names_epoch, 0);
 	INIT_DELAYED_WORK(&sbi->session_work, pfs_session_renew);
 	sbi->session_renew = PFS_DEFAULT_SESSION_RENEW;
-	get_random_bytes(&sbi->client_id, sizeof(sbi->client_id));
-	sbi->client_id |= 1;	/* 0 means "no client" on the wire */
+	/* Only who knows the token can act as this client id (BIND_CLIENT). */
+	get_random_bytes(sbi->token, sizeof(sbi->token));
+	sbi->client_id = pfs_auth_client_id(sbi->token);
 
 	fc->s_fs_info = sbi;
 	return get_tree_nodev(fc, pfs_fill_super);

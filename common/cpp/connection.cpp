@@ -33,7 +33,25 @@ void Connection::close() {
 }
 
 awaitable<Status> Connection::fill(size_t want) {
-    if (!read_) read_ = std::make_unique<uint8_t[]>(kReadBuffer);
+    if (read_end_ - read_pos_ >= want) co_return ok_status();
+    if (read_pos_ == read_end_) {
+        read_pos_ = read_end_ = 0;
+        if (!read_) read_ = std::make_unique<uint8_t[]>(kReadBuffer);
+        // Nothing buffered and nothing to read: wait without a buffer, so
+        // that an idle connection (thousands of them) holds none.
+        boost::system::error_code ec;
+        size_t n = socket_.read_some(asio::buffer(read_.get(), kReadBuffer), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+            read_.reset();
+            co_await socket_.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) co_return Error{-ECONNRESET, ec.message()};
+            read_ = std::make_unique<uint8_t[]>(kReadBuffer);
+        } else if (ec) {
+            co_return Error{-ECONNRESET, ec == asio::error::eof ? "connection closed by peer" : ec.message()};
+        } else {
+            read_end_ = n;
+        }
+    }
     if (read_end_ - read_pos_ >= want) co_return ok_status();
     // Only ever less than a header is left here: move it to the front.
     std::memmove(read_.get(), read_.get() + read_pos_, read_end_ - read_pos_);
@@ -49,22 +67,30 @@ awaitable<Status> Connection::fill(size_t want) {
     co_return ok_status();
 }
 
-awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
+awaitable<Result<pfs_header>> Connection::read_header(uint32_t max_payload) {
     static_assert(PFS_HEADER_SIZE <= kReadBuffer);
     auto got = co_await fill(PFS_HEADER_SIZE);
     if (!got) co_return got.error();
-    Frame frame;
-    int rc = pfs_header_decode(&frame.header, read_.get() + read_pos_, PFS_HEADER_SIZE);
-    if (rc == 0 && frame.header.payload_len > max_payload) rc = -EMSGSIZE;
+    pfs_header header{};
+    int rc = pfs_header_decode(&header, read_.get() + read_pos_, PFS_HEADER_SIZE);
+    if (rc == 0 && header.payload_len > max_payload) rc = -EMSGSIZE;
     if (rc) {
-        std::string why = rc == -EMSGSIZE ? "payload length " + std::to_string(frame.header.payload_len) +
+        std::string why = rc == -EMSGSIZE ? "payload length " + std::to_string(header.payload_len) +
                                                 " over the limit of " + std::to_string(max_payload)
                         : rc == -EPROTONOSUPPORT ? "unsupported protocol version"
                                                  : "malformed frame header";
         co_return Error{rc, why};
     }
+    std::memcpy(raw_header_.data(), read_.get() + read_pos_, PFS_HEADER_SIZE);
     read_pos_ += PFS_HEADER_SIZE;
-    frame.payload.resize(frame.header.payload_len);
+    if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
+    co_return header;
+}
+
+awaitable<Result<Frame>> Connection::read_payload(const pfs_header& header) {
+    Frame frame;
+    frame.header = header;
+    frame.payload.resize(header.payload_len);
     const size_t buffered = std::min<size_t>(frame.payload.size(), read_end_ - read_pos_);
     std::memcpy(frame.payload.data(), read_.get() + read_pos_, buffered);
     read_pos_ += buffered;
@@ -76,7 +102,23 @@ awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
                                   asio::redirect_error(asio::use_awaitable, ec));
         if (ec) co_return Error{-ECONNRESET, "truncated frame: " + ec.message()};
     }
+    if (mac_) {
+        auto tail = co_await fill(PFS_FRAME_MAC_LEN);
+        if (!tail) co_return tail.error();
+        auth::FrameTag tag;
+        std::memcpy(tag.data(), read_.get() + read_pos_, tag.size());
+        read_pos_ += tag.size();
+        if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
+        if (!mac_->verify(raw_header_, frame.payload, tag))
+            co_return Error{-EBADMSG, "frame MAC does not verify (" + std::string(pfs_msg_name(header.type)) + ")"};
+    }
     co_return frame;
+}
+
+awaitable<Result<Frame>> Connection::read_frame(uint32_t max_payload) {
+    auto header = co_await read_header(max_payload);
+    if (!header) co_return header.error();
+    co_return co_await read_payload(*header);
 }
 
 void Connection::send(const Frame& frame) { send(frame.header, {}, frame.payload); }
@@ -88,6 +130,11 @@ void Connection::send(const pfs_header& header, Bytes head, Bytes body, SharedBy
     h.payload_len = static_cast<uint32_t>(head.size() + out.body.size() + out.data.size());
     pfs_header_encode(&h, out.head.data());
     if (!head.empty()) std::memcpy(out.head.data() + PFS_HEADER_SIZE, head.data(), head.size());
+    if (mac_) {
+        out.tag = mac_->seal(std::span<const uint8_t>(out.head).first(PFS_HEADER_SIZE),
+                             {std::span<const uint8_t>(out.head).subspan(PFS_HEADER_SIZE), out.body, out.data.span()});
+        out.tag_len = out.tag.size();
+    }
     if (!writing_ && (!write_now(out) || out.sent == out.size())) return;
     queued_bytes_ += out.size() - out.sent;
     queue_.push_back(std::move(out));
@@ -104,8 +151,9 @@ void Connection::send(const pfs_header& header, Bytes head, Bytes body, SharedBy
                    asio::detached);
 }
 
-std::array<asio::const_buffer, 3> Connection::Outgoing::unsent() const {
-    std::array<asio::const_buffer, 3> parts{asio::buffer(head), asio::buffer(body), asio::buffer(data.data(), data.size())};
+std::array<asio::const_buffer, 4> Connection::Outgoing::unsent() const {
+    std::array<asio::const_buffer, 4> parts{asio::buffer(head), asio::buffer(body), asio::buffer(data.data(), data.size()),
+                                            asio::buffer(tag.data(), tag_len)};
     size_t skip = sent;
     for (auto& part : parts) {
         const size_t n = std::min(skip, part.size());

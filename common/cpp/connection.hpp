@@ -16,6 +16,7 @@
 #include <string>
 
 #include "asio.hpp"
+#include "auth_crypto.hpp"
 #include "wire.hpp"
 
 namespace pfs {
@@ -28,9 +29,19 @@ public:
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
 
+    // From now on every frame sent carries a MAC and every frame read must
+    // carry a valid one (a frame that does not verify is an error: the
+    // caller drops the connection).
+    void set_frame_mac(std::unique_ptr<auth::FrameMac> mac) { mac_ = std::move(mac); }
+    bool frame_macs() const { return mac_ != nullptr; }
+
     // Reads one frame whose payload is at most max_payload bytes; a larger
     // length prefix is refused before anything is allocated.
     awaitable<Result<Frame>> read_frame(uint32_t max_payload = PFS_MAX_PAYLOAD);
+    // read_frame in two steps, so that a server can bound what it holds
+    // before it allocates the payload: the header, then its payload.
+    awaitable<Result<pfs_header>> read_header(uint32_t max_payload = PFS_MAX_PAYLOAD);
+    awaitable<Result<Frame>> read_payload(const pfs_header& header);
 
     // Queues a frame; a write error closes the connection, and so does a
     // peer that lets more than kMaxQueuedBytes pile up unread.
@@ -78,21 +89,25 @@ private:
     std::string peer_;
     std::string peer_address_;
     // A frame's bytes: the header and the start of its payload, then the
-    // rest; `sent` of them are on the socket already.
+    // rest, then its MAC (if any); `sent` of them are on the socket already.
     struct Outgoing {
         Bytes head;
         Bytes body;
         SharedBytes data;
+        auth::FrameTag tag{};
+        size_t tag_len = 0;
         size_t sent = 0;
-        size_t size() const { return head.size() + body.size() + data.size(); }
-        std::array<asio::const_buffer, 3> unsent() const;
+        size_t size() const { return head.size() + body.size() + data.size() + tag_len; }
+        std::array<asio::const_buffer, 4> unsent() const;
     };
+    std::unique_ptr<auth::FrameMac> mac_;
+    std::array<uint8_t, PFS_HEADER_SIZE> raw_header_{};  // of the frame being read
     std::deque<Outgoing> queue_;
     size_t queued_bytes_ = 0;
     bool writing_ = false;
     bool close_when_sent_ = false;
     // Received and not yet taken: read_[read_pos_, read_end_).
-    static constexpr size_t kReadBuffer = 64u << 10;
+    static constexpr size_t kReadBuffer = 16u << 10;
     std::unique_ptr<uint8_t[]> read_;
     size_t read_pos_ = 0;
     size_t read_end_ = 0;

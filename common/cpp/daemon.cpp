@@ -1,7 +1,12 @@
 #include "daemon.hpp"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <filesystem>
+
+#include <cerrno>
+#include <cstring>
 
 #include "log.hpp"
 
@@ -9,7 +14,53 @@ namespace pfs::daemon {
 
 void add_auth_option(Options& options) {
     options.add()("auth-file", po::value<std::string>()->default_value(kDefaultAuthFile),
-                  "shared secret file (mode 0600, same content on every node)");
+                  "auth file (mode 0600): the cluster secret on servers and admin nodes; on a client "
+                  "node the client key ('pfs-ctl auth key client' writes it)");
+}
+
+void add_server_options(Options& options, bool frame_macs) {
+    ServerConfig d;
+    options.add()
+        ("frame-macs", po::value<bool>()->default_value(frame_macs),
+         "require a MAC (HMAC-SHA256 under the connection's session key) on every frame after the handshake; "
+         "false: only on connections that ask for it")
+        ("max-connections", po::value<size_t>()->default_value(d.max_connections), "connections at once, in all")
+        ("max-unauthenticated", po::value<size_t>()->default_value(d.max_unauthenticated),
+         "connections still in their handshake, in all (the oldest makes room for a new one)")
+        ("max-unauthenticated-per-host", po::value<size_t>()->default_value(d.max_unauthenticated_per_host),
+         "connections still in their handshake from one address")
+        ("handshake-timeout-ms", po::value<unsigned>()->default_value(static_cast<unsigned>(d.handshake_timeout.count())),
+         "time a new connection has to authenticate")
+        ("frame-timeout-ms", po::value<unsigned>()->default_value(static_cast<unsigned>(d.frame_timeout.count())),
+         "time a request's payload has to arrive once its header did")
+        ("request-memory-mib", po::value<size_t>()->default_value(d.request_memory >> 20),
+         "request payloads held at once, all connections together; readers wait beyond it");
+}
+
+Result<ServerConfig> server_config(const Options& options, ServerConfig config) {
+    config.require_frame_mac = options.get<bool>("frame-macs");
+    config.max_connections = options.get<size_t>("max-connections");
+    config.max_unauthenticated = options.get<size_t>("max-unauthenticated");
+    config.max_unauthenticated_per_host = options.get<size_t>("max-unauthenticated-per-host");
+    config.handshake_timeout = std::chrono::milliseconds(options.get<unsigned>("handshake-timeout-ms"));
+    config.frame_timeout = std::chrono::milliseconds(options.get<unsigned>("frame-timeout-ms"));
+    const size_t mib = options.get<size_t>("request-memory-mib");
+    if (config.max_connections == 0 || config.max_unauthenticated == 0 || config.max_unauthenticated_per_host == 0)
+        return Error{-EINVAL, "--max-connections and --max-unauthenticated[-per-host] must be at least 1"};
+    if (config.handshake_timeout.count() == 0 || config.frame_timeout.count() == 0)
+        return Error{-EINVAL, "--handshake-timeout-ms and --frame-timeout-ms must be at least 1"};
+    if (mib < 16 || mib > (1u << 20))
+        return Error{-EINVAL, "--request-memory-mib must be between 16 and 1048576"};
+    config.request_memory = mib << 20;
+    return config;
+}
+
+void raise_file_limit() {
+    struct rlimit lim {};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+    lim.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
+        log::warn("cannot raise the limit of open files", {{"error", std::strerror(errno)}});
 }
 
 Result<auth::Secret> load_secret(const Options& options) {

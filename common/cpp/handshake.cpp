@@ -1,5 +1,7 @@
 #include "handshake.hpp"
 
+#include <openssl/crypto.h>
+
 namespace pfs {
 namespace {
 
@@ -13,10 +15,31 @@ Error unexpected(const Frame& f, const char* wanted) {
                                   std::to_string(f.header.type) + " (" + pfs_msg_name(f.header.type) + ")"};
 }
 
+template <size_t N>
+std::array<uint8_t, N> to_array(const uint8_t (&bytes)[N]) {
+    std::array<uint8_t, N> out;
+    std::copy(std::begin(bytes), std::end(bytes), out.begin());
+    return out;
+}
+
+// Wipes a key copy however the function leaves.
+struct Wiped {
+    auth::Key& key;
+    ~Wiped() { OPENSSL_cleanse(key.data(), key.size()); }
+};
+
+// From now on every frame both ways carries a MAC under the session key.
+void start_frame_macs(Connection& conn, const auth::Key& role_key, const auth::Nonce& server_nonce,
+                      const auth::Nonce& client_nonce, bool server_side) {
+    auth::Key session = auth::session_key(role_key, server_nonce, client_nonce);
+    conn.set_frame_mac(std::make_unique<auth::FrameMac>(session, server_side));
+    OPENSSL_cleanse(session.data(), session.size());
+}
+
 }  // namespace
 
-awaitable<Status> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
-                                   std::chrono::milliseconds timeout) {
+awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
+                                             std::chrono::milliseconds timeout, bool require_mac) {
     Connection::Deadline deadline(conn, timeout);
     pfs_auth_challenge challenge{};
     auth::Nonce server_nonce = auth::random_nonce();
@@ -30,27 +53,37 @@ awaitable<Status> server_handshake(std::shared_ptr<Connection> conn, const auth:
     auto response = decode(frame->payload, pfs_x_auth_response);
     if (!response) co_return Error{PFS_E_PROTO, "malformed AUTH_RESPONSE"};
 
-    auth::Nonce client_nonce;
-    auth::Mac client_mac;
-    std::copy(std::begin(response->nonce), std::end(response->nonce), client_nonce.begin());
-    std::copy(std::begin(response->mac), std::end(response->mac), client_mac.begin());
+    const auto role = static_cast<auth::Role>(response->role);
+    auto client_nonce = to_array(response->nonce);
     Frame reply{make_header(PFS_MSG_AUTH_RESPONSE, PFS_FLAG_REPLY, frame->header.request_id), {}};
-    if (!auth::equal(client_mac, auth::client_proof(secret, server_nonce, client_nonce))) {
-        reply.payload = encode_reply(Reply::fail(PFS_E_AUTH, "wrong shared secret"));
+    auto refuse = [&](const std::string& why) -> Error {
+        reply.payload = encode_reply(Reply::fail(PFS_E_AUTH, "authentication refused"));
         conn->send(reply);
         conn->close_when_sent();
-        co_return Error{PFS_E_AUTH, "peer does not know the shared secret"};
-    }
+        return Error{PFS_E_AUTH, why};
+    };
+    auto key = secret.key(role);
+    if (!key) co_return refuse(std::string("cannot check the ") + auth::role_name(role) + " key: " + key.error().message);
+    Wiped wipe{*key};
+    if (!auth::equal(to_array(response->mac), auth::client_proof(*key, server_nonce, client_nonce, role, response->flags)))
+        co_return refuse(std::string("peer does not know the ") + auth::role_name(role) + " key");
+
+    PeerAuth peer{role, require_mac || (response->flags & PFS_AUTH_FRAME_MAC)};
     pfs_auth_proof proof{};
-    auth::Mac mac = auth::server_proof(secret, client_nonce, server_nonce);
+    proof.flags = peer.frame_mac ? PFS_AUTH_FRAME_MAC : 0;
+    auth::Mac mac = auth::server_proof(*key, client_nonce, server_nonce, role, proof.flags);
     std::copy(mac.begin(), mac.end(), proof.mac);
     reply.payload = encode_reply(Reply::ok(*encode(pfs_x_auth_proof, proof)));
     conn->send(reply);
-    co_return ok_status();
+    if (peer.frame_mac) start_frame_macs(*conn, *key, server_nonce, client_nonce, true);
+    co_return peer;
 }
 
-awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
-                                   std::chrono::milliseconds timeout) {
+awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret, auth::Role role,
+                                   bool want_mac, std::chrono::milliseconds timeout) {
+    auto key = secret.key(role);
+    if (!key) co_return key.error();
+    Wiped wipe{*key};
     Connection::Deadline deadline(conn, timeout);
     auto frame = co_await conn->read_frame(kHandshakeMaxPayload);
     if (!frame) co_return timed_out_or(deadline, frame.error());
@@ -58,11 +91,12 @@ awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth:
     auto challenge = decode(frame->payload, pfs_x_auth_challenge);
     if (!challenge) co_return Error{PFS_E_PROTO, "malformed AUTH_CHALLENGE"};
 
-    auth::Nonce server_nonce;
-    std::copy(std::begin(challenge->nonce), std::end(challenge->nonce), server_nonce.begin());
+    auto server_nonce = to_array(challenge->nonce);
     auth::Nonce client_nonce = auth::random_nonce();
-    auth::Mac mac = auth::client_proof(secret, server_nonce, client_nonce);
     pfs_auth_response response{};
+    response.role = static_cast<uint8_t>(role);
+    response.flags = want_mac ? PFS_AUTH_FRAME_MAC : 0;
+    auth::Mac mac = auth::client_proof(*key, server_nonce, client_nonce, role, response.flags);
     std::copy(client_nonce.begin(), client_nonce.end(), response.nonce);
     std::copy(mac.begin(), mac.end(), response.mac);
     conn->send(Frame{make_header(PFS_MSG_AUTH_RESPONSE, 0, 1), *encode(pfs_x_auth_response, response)});
@@ -77,14 +111,16 @@ awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth:
     auto reply = decode_reply(frame->payload);
     if (!reply) co_return reply.error();
     if (reply->status == PFS_E_AUTH)
-        co_return Error{PFS_E_AUTH, "authentication refused by the server (wrong shared secret?)"};
+        co_return Error{PFS_E_AUTH, std::string("authentication refused by the server (wrong ") + auth::role_name(role) +
+                                        " key or cluster secret?)"};
     if (reply->status != PFS_OK) co_return reply_error(*reply);
     auto proof = decode(reply->body, pfs_x_auth_proof);
     if (!proof) co_return Error{PFS_E_PROTO, "malformed server proof"};
-    auth::Mac server_mac;
-    std::copy(std::begin(proof->mac), std::end(proof->mac), server_mac.begin());
-    if (!auth::equal(server_mac, auth::server_proof(secret, client_nonce, server_nonce)))
+    if (!auth::equal(to_array(proof->mac), auth::server_proof(*key, client_nonce, server_nonce, role, proof->flags)))
         co_return Error{PFS_E_AUTH, "server could not prove it knows the shared secret"};
+    if (want_mac && !(proof->flags & PFS_AUTH_FRAME_MAC))
+        co_return Error{PFS_E_AUTH, "server refused frame MACs"};
+    if (proof->flags & PFS_AUTH_FRAME_MAC) start_frame_macs(*conn, *key, server_nonce, client_nonce, false);
     co_return ok_status();
 }
 

@@ -1,7 +1,10 @@
 // Challenge-response authentication that opens every connection: the
-// server sends a fresh nonce, the client answers with its own nonce and an
-// HMAC over both under the shared secret, and the server proves itself the
-// same way. Nothing else is served before this succeeds.
+// server sends a fresh nonce; the client answers with its own nonce, the
+// role it claims, the flags it asks for and an HMAC over all of them under
+// that role's key; the server proves itself the same way and says which
+// flags the connection uses. Nothing else is served before this succeeds.
+// With PFS_AUTH_FRAME_MAC, every later frame carries a MAC under the
+// session key both sides derive (auth_crypto.hpp).
 #pragma once
 
 #include <chrono>
@@ -14,9 +17,17 @@ namespace pfs {
 // Largest handshake frame: an unauthenticated peer cannot make us allocate more.
 inline constexpr uint32_t kHandshakeMaxPayload = 256;
 
-awaitable<Status> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
-                                   std::chrono::milliseconds timeout);
-awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
-                                   std::chrono::milliseconds timeout);
+// Who authenticated, and how the connection goes on.
+struct PeerAuth {
+    auth::Role role = auth::Role::client;
+    bool frame_mac = false;
+};
+
+// require_mac: frame MACs whether the client asks for them or not.
+awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
+                                             std::chrono::milliseconds timeout, bool require_mac);
+// want_mac: ask for frame MACs (the server may require them anyway).
+awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret, auth::Role role,
+                                   bool want_mac, std::chrono::milliseconds timeout);
 
 }  // namespace pfs

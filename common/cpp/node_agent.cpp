@@ -37,11 +37,21 @@ Result<pfs_capacity> directory_capacity(const std::filesystem::path& dir) {
     return cap;
 }
 
+namespace {
+
+ClientConfig as_server() {
+    ClientConfig config;
+    config.role = auth::Role::server;
+    return config;
+}
+
+}  // namespace
+
 NodeAgent::NodeAgent(asio::io_context& io, Endpoint mgmtd, auth::Secret secret, NodeIdentity identity,
                      std::filesystem::path state_dir, std::vector<std::filesystem::path> targets,
                      std::chrono::milliseconds heartbeat_every)
     : io_(io),
-      client_(RpcClient::create(io.get_executor(), std::move(mgmtd), std::move(secret))),
+      client_(RpcClient::create(io.get_executor(), std::move(mgmtd), std::move(secret), as_server())),
       identity_(std::move(identity)),
       state_dir_(std::move(state_dir)),
       heartbeat_every_(heartbeat_every) {

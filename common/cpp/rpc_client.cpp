@@ -96,7 +96,7 @@ awaitable<Result<std::shared_ptr<Connection>>> RpcClient::connect_once() {
     if (ec) co_return Error{-ec.value(), "cannot connect to " + peer_.str() + ": " + ec.message()};
 
     auto conn = std::make_shared<Connection>(std::move(socket));
-    auto auth = co_await client_handshake(conn, secret_, config_.connect_timeout);
+    auto auth = co_await client_handshake(conn, secret_, config_.role, config_.frame_mac, config_.connect_timeout);
     if (!auth) {
         conn->close();
         co_return Error{auth.error().code, peer_.str() + ": " + auth.error().message};
@@ -129,6 +129,7 @@ awaitable<Status> RpcClient::ensure_connected() {
     backoff_ = config_.backoff_min;
     conn_ = *conn;
     ++connects_;
+    bound_.clear();
     asio::co_spawn(ex_, read_loop(conn_), asio::detached);
     if (on_connected_) on_connected_();
     connect_done_.cancel();
@@ -166,7 +167,7 @@ awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
 }
 
 awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout,
-                                         uint64_t client_id) {
+                                         uint64_t client_id, const Credentials* as) {
     auto self = shared_from_this();
     ++active_calls_;
     struct Done {
@@ -175,6 +176,13 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     } done{active_calls_};
     auto st = co_await ensure_connected();
     if (!st) co_return st.error();
+    // A reconnect while binding leaves the new connection unbound: bind again.
+    for (int tries = 0; client_id && config_.identities && !bound_.count(client_id) && tries < 2; ++tries) {
+        st = co_await bind(client_id);
+        if (!st) co_return st.error();
+        st = co_await ensure_connected();
+        if (!st) co_return st.error();
+    }
     if (timeout == 0ms) timeout = config_.request_timeout;
 
     uint64_t id = next_request_id_++;
@@ -184,8 +192,15 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     {
         pfs_header header = make_header(type, 0, id);
         header.client_id = client_id;
+        Bytes groups;
+        if (as) {
+            header.uid = as->uid;
+            header.gid = as->gid;
+            groups = encode_groups(as->groups);
+            if (!groups.empty()) header.flags |= PFS_FLAG_GROUPS;
+        }
         // Moved, not copied: a chunk write's payload is its data.
-        conn_->send(header, {}, std::move(payload));
+        conn_->send(header, std::move(groups), std::move(payload));
     }
 
     boost::system::error_code ec;
@@ -199,6 +214,35 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     const Frame& frame = pending->result->value();
     if (frame.header.type != type) co_return Error{PFS_E_PROTO, "reply of the wrong type from " + peer_.str()};
     co_return decode_reply(frame.payload);
+}
+
+awaitable<Status> RpcClient::bind(uint64_t client_id) {
+    auto token = config_.identities->token(client_id);
+    if (!token) co_return ok_status();  // not ours: the server will say so
+    pfs_client_token m{};
+    std::copy(token->begin(), token->end(), m.token);
+    const uint64_t connection = connects_;
+    auto body = co_await call_ok(*this, PFS_MSG_BIND_CLIENT, encode(pfs_x_client_token, m));
+    if (!body) co_return body.error();
+    auto bound = decode(*body, pfs_x_client_bound);
+    if (!bound || bound->client_id != client_id)
+        co_return Error{PFS_E_PROTO, "BIND_CLIENT answered for another client id by " + peer_.str()};
+    if (connection == connects_) bound_.insert(client_id);
+    co_return ok_status();
+}
+
+uint64_t ClientIdentities::create() {
+    for (;;) {
+        auth::Token token = auth::random_token();
+        uint64_t id = auth::client_id_of(token);
+        if (tokens_.emplace(id, token).second) return id;
+    }
+}
+
+std::optional<auth::Token> ClientIdentities::token(uint64_t id) const {
+    auto it = tokens_.find(id);
+    if (it == tokens_.end()) return std::nullopt;
+    return it->second;
 }
 
 awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes> payload,

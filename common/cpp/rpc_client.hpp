@@ -9,8 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "auth_crypto.hpp"
 #include "connection.hpp"
@@ -28,11 +30,28 @@ struct Endpoint {
 // "host", "host:port" or "[v6]:port".
 Result<Endpoint> parse_endpoint(std::string_view text, uint16_t default_port);
 
+// The client identities of one user of connections (a libpfs Cluster):
+// the token behind each client id, so that a connection can bind the ids
+// its calls carry (BIND_CLIENT) before it acts for them.
+class ClientIdentities {
+public:
+    // A new identity: a random token and the id it hashes to.
+    uint64_t create();
+    void forget(uint64_t id) { tokens_.erase(id); }
+    std::optional<auth::Token> token(uint64_t id) const;
+
+private:
+    std::unordered_map<uint64_t, auth::Token> tokens_;
+};
+
 struct ClientConfig {
     std::chrono::milliseconds connect_timeout{3000};
     std::chrono::milliseconds request_timeout{10000};
     std::chrono::milliseconds backoff_min{100};
     std::chrono::milliseconds backoff_max{5000};
+    auth::Role role = auth::Role::client;  // what the connections prove
+    bool frame_mac = false;                // ask for frame MACs (servers may require them)
+    std::shared_ptr<const ClientIdentities> identities{};  // for calls that carry a client id
 };
 
 class RpcClient : public std::enable_shared_from_this<RpcClient> {
@@ -42,9 +61,10 @@ public:
     ~RpcClient();
 
     // Sends a request and waits for its reply (or the timeout: 0 = default).
-    // client_id goes into the header: the client session it belongs to.
+    // client_id goes into the header: the client session it belongs to;
+    // as: whom it acts for (uid, gid and groups; none: 0, 0).
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {},
-                                  uint64_t client_id = 0);
+                                  uint64_t client_id = 0, const Credentials* as = nullptr);
 
     // Unsolicited frames (PFS_FLAG_NOTIFY) from the peer.
     void on_notify(std::function<void(const Frame&)> fn) { on_notify_ = std::move(fn); }
@@ -64,6 +84,8 @@ private:
     struct Pending;
 
     awaitable<Status> ensure_connected();
+    // The connection acts for client_id from now on (BIND_CLIENT).
+    awaitable<Status> bind(uint64_t client_id);
     awaitable<Result<std::shared_ptr<Connection>>> connect_once();
     awaitable<void> read_loop(std::shared_ptr<Connection> conn);
     void fail_all(const Error& e);
@@ -76,6 +98,7 @@ private:
     std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
     uint64_t next_request_id_ = 1;
     uint64_t connects_ = 0;
+    std::unordered_set<uint64_t> bound_;  // client ids the connection acts for
     size_t active_calls_ = 0;
     bool connecting_ = false;
     asio::steady_timer connect_done_;

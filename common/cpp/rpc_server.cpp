@@ -7,16 +7,25 @@
 
 namespace pfs {
 
-// Bounds the requests one connection runs at once: the reader waits on
-// `slot` (a timer used as a signal) while the limit is reached.
+using namespace std::chrono_literals;
+
+// One connection's standing: the role it proved, the client ids it bound,
+// and the requests it runs at once (the reader waits on `slot`, a timer
+// used as a signal, while the limit is reached).
 struct RpcServer::ConnState {
-    explicit ConnState(asio::any_io_executor ex) : slot(ex) {}
+    ConnState(asio::any_io_executor ex, auth::Role r) : slot(ex), role(r) {}
     size_t in_flight = 0;
     asio::steady_timer slot;
+    auth::Role role;
+    std::vector<uint64_t> clients;
 };
 
 RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret secret)
-    : io_(io), config_(std::move(config)), secret_(std::move(secret)), acceptor_(io) {
+    : io_(io),
+      config_(std::move(config)),
+      secret_(std::move(secret)),
+      acceptor_(io),
+      budget_(std::make_shared<ByteBudget>(io.get_executor(), config_.request_memory)) {
     handle(PFS_MSG_PING, [this](Request&) -> awaitable<Reply> {
         pfs_ping_reply pong{node_id_, node_type_};
         co_return Reply::ok(*encode(pfs_x_ping_reply, pong));
@@ -66,7 +75,11 @@ std::chrono::milliseconds RpcServer::uptime() const {
 
 RpcServer::~RpcServer() { stop(); }
 
-void RpcServer::handle(uint16_t type, Handler handler) { handlers_[type].handler = std::move(handler); }
+void RpcServer::handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by) {
+    Route& route = handlers_[type];
+    route.handler = std::move(handler);
+    route.sent_by = sent_by ? *sent_by : pfs_msg_sent_by(type);
+}
 
 void RpcServer::set_identity(uint32_t node_id, uint16_t node_type) {
     node_id_ = node_id;
@@ -94,22 +107,63 @@ void RpcServer::stop() {
 }
 
 awaitable<void> RpcServer::accept_loop() {
+    auto last_warning = std::chrono::steady_clock::time_point{};
+    auto warn = [&last_warning](const std::string& what, const std::string& detail) {
+        // At most one line a second: a flood must not flood the log too.
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_warning < 1s) return;
+        last_warning = now;
+        log::warn(what, {{"detail", detail}});
+    };
+    asio::steady_timer pause(io_);
     while (acceptor_.is_open()) {
         boost::system::error_code ec;
         tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             if (ec == asio::error::operation_aborted) break;
-            log::warn("accept failed", {{"error", ec.message()}});
+            warn("accept failed", ec.message());
+            // Out of descriptors or memory: the pending connection stays
+            // queued and accept would fail again at once; wait a little.
+            pause.expires_after(100ms);
+            co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             continue;
         }
         auto conn = std::make_shared<Connection>(std::move(socket));
         if (*connections_ >= config_.max_connections) {
-            log::warn("too many connections, refusing", {{"peer", conn->peer()}});
+            warn("too many connections, refusing", conn->peer());
             conn->close();
             continue;
         }
+        const uint64_t evicted = evictions_;
+        admit_unauthenticated(conn);
+        if (evictions_ != evicted)
+            warn("too many unauthenticated connections: closed the oldest handshakes",
+                 std::to_string(evictions_) + " closed so far");
         asio::co_spawn(io_, serve(conn), asio::detached);
     }
+}
+
+void RpcServer::admit_unauthenticated(const std::shared_ptr<Connection>& conn) {
+    const std::string& host = conn->peer_address();
+    // The oldest handshake has had the longest to finish: it makes room,
+    // among those of the same address first.
+    auto evict = [this](UnauthList::iterator it) {
+        if (auto c = it->conn.lock()) c->close();
+        if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
+        unauthenticated_.erase(it);
+    };
+    auto per_host = unauthenticated_per_host_.find(host);
+    if (per_host != unauthenticated_per_host_.end() && per_host->second >= config_.max_unauthenticated_per_host) {
+        evict(std::find_if(unauthenticated_.begin(), unauthenticated_.end(),
+                           [&](const Unauthenticated& u) { return u.host == host; }));
+        ++evictions_;
+    }
+    while (unauthenticated_.size() >= config_.max_unauthenticated) {
+        evict(unauthenticated_.begin());
+        ++evictions_;
+    }
+    unauthenticated_.push_back(Unauthenticated{conn, host});
+    ++unauthenticated_per_host_[host];
 }
 
 awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
@@ -120,68 +174,148 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
         ~Release() { --*c; }
     } release{counter};
 
-    auto auth = co_await server_handshake(conn, secret_, config_.handshake_timeout);
+    auto auth = co_await server_handshake(conn, secret_, config_.handshake_timeout, config_.require_frame_mac);
+    // Authenticated or not, it no longer counts as unauthenticated (unless
+    // it was evicted, and is gone from the list already).
+    auto it = std::find_if(unauthenticated_.begin(), unauthenticated_.end(),
+                           [&](const Unauthenticated& u) { return u.conn.lock() == conn; });
+    if (it != unauthenticated_.end()) {
+        if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
+        unauthenticated_.erase(it);
+    }
     if (!auth) {
         log::warn("refusing connection", {{"peer", conn->peer()}, {"reason", auth.error().message}});
         conn->close_when_sent();
         co_return;
     }
-    log::debug("connection authenticated", {{"peer", conn->peer()}});
+    log::debug("connection authenticated", {{"peer", conn->peer()}, {"role", auth::role_name(auth->role)},
+                                            {"frame_mac", auth->frame_mac}});
 
-    auto state = std::make_shared<ConnState>(conn->executor());
+    auto state = std::make_shared<ConnState>(conn->executor(), auth->role);
     while (conn->is_open()) {
         while (state->in_flight >= config_.max_in_flight) {
             boost::system::error_code ec;
             state->slot.expires_after(std::chrono::hours(1));
             co_await state->slot.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
-        auto frame = co_await conn->read_frame(config_.max_payload);
+        ByteBudget::Lease lease;
+        std::vector<uint32_t> groups;
+        auto frame = co_await read_request(*conn, lease, groups);
         if (!frame) {
             if (frame.error().code != -ECONNRESET)
                 log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", frame.error().message}});
             break;
         }
-        if (frame->header.flags != 0) {
+        if (frame->header.flags & ~PFS_FLAG_GROUPS) {
             log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
             break;
         }
+        if (auto refused = refusal(*state, frame->header)) {
+            answer(*conn, *frame, std::move(*refused), &unknown_);
+            continue;
+        }
+        if (frame->header.type == PFS_MSG_BIND_CLIENT) {
+            answer(*conn, *frame, bind_client(*state, *frame), nullptr);
+            continue;
+        }
         ++state->in_flight;
-        asio::co_spawn(conn->executor(), dispatch(conn, std::move(*frame), state), asio::detached);
+        asio::co_spawn(conn->executor(), dispatch(conn, std::move(*frame), std::move(groups), state, std::move(lease)),
+                       asio::detached);
     }
     conn->close_when_sent();
 }
 
-awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame frame,
-                                    std::shared_ptr<ConnState> state) {
+awaitable<Result<Frame>> RpcServer::read_request(Connection& conn, ByteBudget::Lease& lease,
+                                                  std::vector<uint32_t>& groups) {
+    // An idle connection may wait for ever; once a frame has begun, its
+    // payload is charged first, then must arrive within frame_timeout.
+    auto header = co_await conn.read_header(config_.max_payload);
+    if (!header) co_return header.error();
+    const auto until = std::chrono::steady_clock::now() + config_.frame_timeout;
+    const std::string timed_out = "frame payload not received within " + std::to_string(config_.frame_timeout.count()) +
+                                  " ms";
+    // The wait for memory counts: a peer that claims a payload and never
+    // sends it holds the budget no longer than frame_timeout.
+    auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
+    if (!granted) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory)"};
+    lease = std::move(*granted);
+    Connection::Deadline deadline(conn.shared_from_this(),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      until - std::chrono::steady_clock::now()));
+    auto frame = co_await conn.read_payload(*header);
+    if (!frame && deadline.expired()) co_return Error{-ETIMEDOUT, timed_out};
+    if (!frame) co_return frame.error();
+    auto taken = take_groups(*frame);
+    if (!taken) co_return taken.error();
+    groups = std::move(*taken);
+    co_return frame;
+}
+
+std::optional<Reply> RpcServer::refusal(const ConnState& state, const pfs_header& header) const {
+    const uint32_t role_bit = 1u << static_cast<unsigned>(state.role);
+    auto route = handlers_.find(header.type);
+    const uint32_t sent_by = header.type == PFS_MSG_BIND_CLIENT ? pfs_msg_sent_by(header.type)
+                           : route != handlers_.end()             ? route->second.sent_by
+                                                                  : PFS_SENT_BY_ANY;  // answered UNKNOWN_MSG
+    if (!(sent_by & role_bit))
+        return Reply::fail(EPERM, std::string(pfs_msg_name(header.type)) + " is not allowed for the " +
+                                      auth::role_name(state.role) + " role");
+    // BIND_CLIENT's own header may carry the id it is about to bind.
+    if (header.client_id && state.role != auth::Role::server && header.type != PFS_MSG_BIND_CLIENT &&
+        std::find(state.clients.begin(), state.clients.end(), header.client_id) == state.clients.end())
+        return Reply::fail(EPERM, "client id " + std::to_string(header.client_id) +
+                                      " is not bound to this connection (BIND_CLIENT)");
+    return std::nullopt;
+}
+
+Reply RpcServer::bind_client(ConnState& state, const Frame& frame) const {
+    auto m = decode(frame.payload, pfs_x_client_token);
+    if (!m) return Reply::fail(PFS_E_PROTO, "malformed BIND_CLIENT");
+    auth::Token token;
+    std::copy(std::begin(m->token), std::end(m->token), token.begin());
+    uint64_t id = auth::client_id_of(token);
+    if (std::find(state.clients.begin(), state.clients.end(), id) == state.clients.end()) {
+        if (state.clients.size() >= config_.max_clients_per_connection)
+            return Reply::fail(ENOSPC, "too many client ids bound to one connection");
+        state.clients.push_back(id);
+    }
+    return Reply::ok(*encode(pfs_x_client_bound, pfs_client_bound{id}));
+}
+
+void RpcServer::answer(Connection& conn, const Frame& request, Reply reply, Counters* counters) {
+    // The body goes out as it is: read data is not copied into the frame.
+    Bytes status = encode_reply_status(reply);
+    Bytes body = reply.status == PFS_OK ? std::move(reply.body) : Bytes{};
+    SharedBytes data = reply.status == PFS_OK ? std::move(reply.data) : SharedBytes{};
+    if (counters && request.header.type != PFS_MSG_GET_STATS)
+        counters->count(PFS_HEADER_SIZE + request.payload.size(),
+                        PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
+    conn.send(make_header(request.header.type, PFS_FLAG_REPLY, request.header.request_id), std::move(status),
+              std::move(body), std::move(data));
+    if (reply.status == PFS_E_PROTO) {
+        log::warn("dropping connection", {{"peer", conn.peer()},
+                                          {"reason", std::string("malformed ") + pfs_msg_name(request.header.type)}});
+        conn.close_when_sent();
+    }
+}
+
+awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame frame, std::vector<uint32_t> groups,
+                                    std::shared_ptr<ConnState> state, ByteBudget::Lease lease) {
     Reply reply;
     auto it = handlers_.find(frame.header.type);
     if (it == handlers_.end()) {
         reply = Reply::fail(PFS_E_UNKNOWN_MSG, "message type " + std::to_string(frame.header.type) + " not served here");
     } else {
         try {
-            Request req{frame, conn};
+            Request req{frame, conn, state->role, std::move(groups)};
             reply = co_await it->second.handler(req);
         } catch (const std::exception& e) {
             log::error("request handler failed", {{"type", pfs_msg_name(frame.header.type)}, {"error", e.what()}});
             reply = Reply::fail(PFS_E_INTERNAL, "internal server error");
         }
     }
-    // The body goes out as it is: read data is not copied into the frame.
-    Bytes status = encode_reply_status(reply);
-    Bytes body = reply.status == PFS_OK ? std::move(reply.body) : Bytes{};
-    SharedBytes data = reply.status == PFS_OK ? std::move(reply.data) : SharedBytes{};
-    if (frame.header.type != PFS_MSG_GET_STATS) {
-        Counters& counters = it == handlers_.end() ? unknown_ : it->second.counters;
-        counters.count(PFS_HEADER_SIZE + frame.payload.size(),
-                       PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
-    }
-    conn->send(make_header(frame.header.type, PFS_FLAG_REPLY, frame.header.request_id), std::move(status),
-               std::move(body), std::move(data));
-    if (reply.status == PFS_E_PROTO) {
-        log::warn("dropping connection", {{"peer", conn->peer()},
-                                          {"reason", std::string("malformed ") + pfs_msg_name(frame.header.type)}});
-        conn->close_when_sent();
-    }
+    answer(*conn, frame, std::move(reply), it == handlers_.end() ? &unknown_ : &it->second.counters);
+    lease.release();
     if (state->in_flight-- == config_.max_in_flight) state->slot.cancel();
 }
 

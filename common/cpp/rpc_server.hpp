@@ -3,16 +3,30 @@
 // own coroutine, so requests on one connection complete out of order.
 // Bad input (garbage, wrong secret, oversized frames) is logged and the
 // connection dropped; it never reaches a handler.
+//
+// What a connection may do follows from the role it proved: a request its
+// role may not send (pfs_msg_sent_by) is refused with EPERM, and a client or
+// admin connection acts only for the client ids it bound (BIND_CLIENT,
+// served here). What peers can make the server hold is bounded:
+// unauthenticated connections have their own quota (per address and in
+// all: the oldest handshake makes room for a new one, so a flood of idle
+// sockets cannot lock other clients out), payloads are charged to a byte
+// budget before they are read and must arrive within frame_timeout, each
+// connection runs at most max_in_flight requests at once, and holds a read
+// buffer only while a frame is under way.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "auth_crypto.hpp"
+#include "byte_budget.hpp"
 #include "connection.hpp"
 
 namespace pfs {
@@ -20,6 +34,8 @@ namespace pfs {
 struct Request {
     const Frame& frame;
     std::shared_ptr<Connection> conn;
+    auth::Role role = auth::Role::client;
+    std::vector<uint32_t> groups;  // the caller's supplementary groups
 };
 
 using Handler = std::function<awaitable<Reply>(Request&)>;
@@ -28,9 +44,16 @@ struct ServerConfig {
     std::string host = "0.0.0.0";
     uint16_t port = 0;  // 0: any free port
     std::chrono::milliseconds handshake_timeout{5000};
+    // Once a frame's header arrived, its payload must within this.
+    std::chrono::milliseconds frame_timeout{30000};
     uint32_t max_payload = PFS_MAX_PAYLOAD;
     size_t max_in_flight = 64;  // per connection
-    size_t max_connections = 4096;
+    size_t max_connections = 16384;
+    size_t max_unauthenticated = 256;         // in all
+    size_t max_unauthenticated_per_host = 32;
+    size_t max_clients_per_connection = 256;  // client ids bound on one
+    size_t request_memory = 1024u << 20;      // payload bytes held at once
+    bool require_frame_mac = false;
 };
 
 // What one message type cost a server since it started (GET_STATS).
@@ -47,12 +70,17 @@ public:
     RpcServer(asio::io_context& io, ServerConfig config, auth::Secret secret);
     ~RpcServer();
 
-    void handle(uint16_t type, Handler handler);
+    // sent_by: the roles that may send it (a mask of 1 << enum pfs_role);
+    // the message table's (pfs_msg_sent_by) unless given.
+    void handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by = std::nullopt);
     // What PING and GET_STATS answer.
     void set_identity(uint32_t node_id, uint16_t node_type);
     // Every type that saw a request, ascending (GET_STATS is not counted).
     std::vector<MsgStats> stats() const;
     std::chrono::milliseconds uptime() const;
+    size_t connections() const { return *connections_; }
+    size_t unauthenticated() const { return unauthenticated_.size(); }
+    const ByteBudget& request_memory() const { return *budget_; }
 
     // Binds and starts accepting; returns the bound port.
     Result<uint16_t> start();
@@ -67,12 +95,30 @@ private:
     };
     struct Route {
         Handler handler;
+        uint32_t sent_by = 0;
         Counters counters;
     };
+    // A connection still in its handshake.
+    struct Unauthenticated {
+        std::weak_ptr<Connection> conn;
+        std::string host;
+    };
+    using UnauthList = std::list<Unauthenticated>;
 
     awaitable<void> accept_loop();
+    // Counts a new connection as unauthenticated, closing the oldest
+    // handshake of its address, or of all, to stay within the quotas.
+    void admit_unauthenticated(const std::shared_ptr<Connection>& conn);
     awaitable<void> serve(std::shared_ptr<Connection> conn);
-    awaitable<void> dispatch(std::shared_ptr<Connection> conn, Frame frame, std::shared_ptr<ConnState> state);
+    // The next request, its payload charged to the budget (lease), its
+    // groups block taken off (groups).
+    awaitable<Result<Frame>> read_request(Connection& conn, ByteBudget::Lease& lease, std::vector<uint32_t>& groups);
+    // Why the connection may not send this request, if it may not.
+    std::optional<Reply> refusal(const ConnState& state, const pfs_header& header) const;
+    Reply bind_client(ConnState& state, const Frame& frame) const;
+    awaitable<void> dispatch(std::shared_ptr<Connection> conn, Frame frame, std::vector<uint32_t> groups,
+                             std::shared_ptr<ConnState> state, ByteBudget::Lease lease);
+    void answer(Connection& conn, const Frame& request, Reply reply, Counters* counters);
 
     asio::io_context& io_;
     ServerConfig config_;
@@ -82,6 +128,10 @@ private:
     Counters unknown_;  // requests of types without a handler
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::shared_ptr<size_t> connections_ = std::make_shared<size_t>(0);
+    UnauthList unauthenticated_;
+    std::unordered_map<std::string, size_t> unauthenticated_per_host_;
+    uint64_t evictions_ = 0;
+    std::shared_ptr<ByteBudget> budget_;
     uint32_t node_id_ = 0;
     uint16_t node_type_ = PFS_NODE_MGMT;
 };

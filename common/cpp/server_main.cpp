@@ -48,6 +48,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     if (spec.has_storage_targets)
         options.add()("targets", po::value<std::vector<std::string>>()->composing(),
                       "storage target directories (comma-separated or repeated); each must exist");
+    daemon::add_server_options(options, spec.frame_macs);
     if (spec.add_options) spec.add_options(options);
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
 
@@ -75,11 +76,16 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 1;
     }
 
+    auto config = daemon::server_config(options, ServerConfig{});
+    if (!config) {
+        log::error(config.error().message);
+        return 2;
+    }
+    config->host = options.get<std::string>("listen");
+    config->port = options.get<uint16_t>("port");
+    daemon::raise_file_limit();
     EventLoop io;
-    ServerConfig config;
-    config.host = options.get<std::string>("listen");
-    config.port = options.get<uint16_t>("port");
-    RpcServer server(io, config, *secret);
+    RpcServer server(io, *config, *secret);
     auto port = server.start();
     if (!port) {
         log::error(port.error().message);

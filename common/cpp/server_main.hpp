@@ -19,6 +19,10 @@ struct ServerDaemon {
     uint16_t default_port;
     const char* default_state_dir;
     bool has_storage_targets;
+    // Whether frames carry MACs unless configured otherwise: metadata
+    // traffic yes; bulk data only where the client asks (it costs a hash
+    // of every byte).
+    bool frame_macs;
     // The daemon's own options, besides the common ones (optional).
     std::function<void(Options&)> add_options = {};
 };

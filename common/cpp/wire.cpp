@@ -1,5 +1,9 @@
 #include "wire.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <chrono>
 #include <cstring>
 
@@ -13,6 +17,35 @@ pfs_header make_header(uint16_t type, uint32_t flags, uint64_t request_id) {
     h.flags = flags;
     h.request_id = request_id;
     return h;
+}
+
+Credentials Credentials::of_process() {
+    Credentials c{::geteuid(), ::getegid(), {}};
+    int n = ::getgroups(0, nullptr);
+    if (n > 0) {
+        std::vector<gid_t> gids(static_cast<size_t>(n));
+        n = ::getgroups(n, gids.data());
+        for (int i = 0; i < n; ++i) c.groups.push_back(gids[static_cast<size_t>(i)]);
+    }
+    return c;
+}
+
+Bytes encode_groups(std::span<const uint32_t> groups) {
+    if (groups.empty()) return {};
+    pfs_groups g{};
+    g.count = static_cast<uint32_t>(std::min<size_t>(groups.size(), PFS_GROUPS_MAX));
+    std::copy_n(groups.begin(), g.count, g.gids);
+    return *encode(pfs_x_groups, g);
+}
+
+Result<std::vector<uint32_t>> take_groups(Frame& frame) {
+    if (!(frame.header.flags & PFS_FLAG_GROUPS)) return std::vector<uint32_t>{};
+    pfs_groups g{};
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, frame.payload.data(), static_cast<uint32_t>(frame.payload.size()));
+    if (pfs_x_groups(&x, &g)) return Error{PFS_E_PROTO, "malformed groups block"};
+    frame.payload.erase(frame.payload.begin(), frame.payload.begin() + x.pos);
+    return std::vector<uint32_t>(g.gids, g.gids + g.count);
 }
 
 Reply Reply::from(const Error& e) {

@@ -56,6 +56,24 @@ struct Frame {
     Bytes payload;
 };
 
+// Whom a request acts for: header uid and gid, and the supplementary
+// groups a request carries (PFS_FLAG_GROUPS).
+struct Credentials {
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    std::vector<uint32_t> groups;
+
+    // This process's effective uid, gid and groups.
+    static Credentials of_process();
+};
+
+// The groups block that goes in front of a request's payload (at most
+// PFS_GROUPS_MAX of them); empty for none.
+Bytes encode_groups(std::span<const uint32_t> groups);
+// Takes the groups block off the front of frame's payload when its header
+// says there is one (PFS_FLAG_GROUPS), and returns its groups.
+Result<std::vector<uint32_t>> take_groups(Frame& frame);
+
 // A header for a new request or notification of `type`.
 pfs_header make_header(uint16_t type, uint32_t flags = 0, uint64_t request_id = 0);
 

@@ -5,14 +5,22 @@
 #include "log.hpp"
 
 namespace pfs::client {
+namespace {
+
+ClientConfig with_identities(ClientConfig config, std::shared_ptr<const ClientIdentities> identities) {
+    config.identities = std::move(identities);
+    return config;
+}
+
+}  // namespace
 
 Cluster::Cluster(asio::any_io_executor ex, Endpoint mgmtd, auth::Secret secret, ClientConfig config,
                  size_t connections_per_server)
     : ex_(ex),
       secret_(secret),
-      config_(config),
+      config_(with_identities(config, identities_)),
       connections_per_server_(connections_per_server),
-      mgmtd_(RpcClient::create(ex, std::move(mgmtd), std::move(secret), config)),
+      mgmtd_(RpcClient::create(ex, std::move(mgmtd), std::move(secret), config_)),
       refresh_ended_(ex, asio::steady_timer::time_point::max()) {
     mgmtd_->on_notify([this](const Frame& frame) {
         if (frame.header.type == PFS_MSG_MAP_CHANGED) schedule_refresh();
@@ -183,14 +191,14 @@ Result<uint32_t> Cluster::root_meta() const {
 }
 
 awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
-                                               uint64_t client_id) {
+                                               uint64_t client_id, const Credentials* as) {
     if (!payload) co_return payload.error();
     auto it = std::find_if(meta_info_.begin(), meta_info_.end(),
                            [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
     if (it == meta_info_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
     auto client = pool_for(meta_node, Endpoint{it->host, it->port}).pick();
-    auto reply = co_await client->call(type, std::move(*payload), {}, client_id);
+    auto reply = co_await client->call(type, std::move(*payload), {}, client_id, as);
     if (!reply) co_return reply.error();
     if (reply->status != PFS_OK) co_return reply_error(*reply);
     co_return std::move(reply->body);

@@ -33,15 +33,17 @@ public:
     Result<TargetRoute> route(uint32_t target_id) const;
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
     // To the metadata server that owns an entry (pfs_entry_id::owner_node),
-    // on behalf of a client session (0: none).
+    // on behalf of a client session (0: none) and of a user (as).
     awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
-                                          uint64_t client_id = 0);
+                                          uint64_t client_id = 0, const Credentials* as = nullptr);
     // The metadata server holding the root directory: the first one registered.
     Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.
     awaitable<Result<Bytes>> call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload);
 
     RpcClient& mgmtd() { return *mgmtd_; }
+    // The client identities whose ids this cluster's connections may bind.
+    ClientIdentities& identities() { return *identities_; }
     // The storage targets as of the last refresh.
     const std::vector<pfs_target_info>& targets() const { return targets_; }
     // The metadata servers as of the last refresh, by node id.
@@ -69,6 +71,7 @@ private:
 
     asio::any_io_executor ex_;
     auth::Secret secret_;
+    std::shared_ptr<ClientIdentities> identities_ = std::make_shared<ClientIdentities>();
     ClientConfig config_;
     size_t connections_per_server_;
     std::shared_ptr<RpcClient> mgmtd_;

@@ -56,24 +56,21 @@ Result<OpenFile> decode_open(const Bytes& body) {
     return f;
 }
 
-// Random, so that clients never agree on one without talking; never 0
-// (which means "no client").
-uint64_t new_client_id() {
-    std::random_device rd;
-    uint64_t id = 0;
-    while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
-    return id;
-}
-
 }  // namespace
 
 FileSystem::FileSystem(Cluster& cluster, FileSystemOptions options)
-    : cluster_(cluster), io_(cluster), options_(options),
-      keeper_(cluster, new_client_id(), options.session_renew_max) {
+    : cluster_(cluster),
+      io_(cluster),
+      options_(options),
+      as_(options.as ? *options.as : Credentials::of_process()),
+      keeper_(cluster, cluster.identities().create(), options.session_renew_max) {
     cluster_.on_notice(keeper_.client_id(), [this](const pfs_invalidate& n) { invalidate(n); });
 }
 
-FileSystem::~FileSystem() { cluster_.drop_notices(keeper_.client_id()); }
+FileSystem::~FileSystem() {
+    cluster_.drop_notices(keeper_.client_id());
+    cluster_.identities().forget(keeper_.client_id());
+}
 
 void FileSystem::invalidate(const pfs_invalidate& notice) {
     if (notice.count == 0) {
@@ -90,7 +87,7 @@ void FileSystem::invalidate(const pfs_invalidate& notice) {
 
 awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
     keeper_.used(owner.owner_node);
-    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload), keeper_.client_id());
+    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload), keeper_.client_id(), &as_);
 }
 
 awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
@@ -457,9 +454,8 @@ awaitable<Status> FileSystem::report_size(OpenFile& file) {
     if (file.written_end <= file.attr.size) co_return ok_status();
     pfs_setattr m{};
     m.id = file.attr.id;
-    m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME;
+    m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME | PFS_SET_MTIME_NOW;  // the server's clock
     m.size = file.written_end;
-    m.mtime = wire_now();
     auto attr = co_await attr_call(file.attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
     if (!attr) co_return attr.error();
     file.attr = *attr;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,6 +46,9 @@ struct FileSystemOptions {
     std::chrono::milliseconds session_renew_max{10000};
     // A blocking lock retries a conflict after 5 ms, doubling up to this.
     std::chrono::milliseconds lock_retry_max{500};
+    // Whom the metadata servers check permissions for: this process's
+    // effective uid, gid and groups unless given.
+    std::optional<Credentials> as{};
 };
 
 class FileSystem {
@@ -57,6 +61,7 @@ public:
     FileSystem& operator=(const FileSystem&) = delete;
 
     uint64_t client_id() const { return keeper_.client_id(); }
+    const Credentials& credentials() const { return as_; }
     const SessionKeeper& sessions() const { return keeper_; }
     // Ends this client's sessions on every metadata server it used: its
     // locks are released and its open files closed there now. The last
@@ -143,6 +148,7 @@ private:
     Cluster& cluster_;
     StripedIo io_;
     FileSystemOptions options_;
+    Credentials as_;
     std::unordered_map<std::string, CachedDir> dir_cache_;
     SessionKeeper keeper_;
     uint64_t next_owner_ = 1;

@@ -87,15 +87,58 @@ int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m)
 	return pfs_x_bytes(x, m->nonce, sizeof(m->nonce));
 }
 
+static int pfs_x_auth_flags(struct pfs_xdr *x, __u8 *flags)
+{
+	if (pfs_x_u8(x, flags))
+		return x->err;
+	if (pfs_xdr_decoding(x) && (*flags & ~PFS_AUTH_FLAGS_KNOWN))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
 int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m)
 {
 	pfs_x_bytes(x, m->nonce, sizeof(m->nonce));
-	return pfs_x_bytes(x, m->mac, sizeof(m->mac));
+	pfs_x_bytes(x, m->mac, sizeof(m->mac));
+	if (pfs_x_u8(x, &m->role))
+		return x->err;
+	if (pfs_xdr_decoding(x) &&
+	    (m->role < PFS_ROLE_CLIENT || m->role > PFS_ROLE_MAX))
+		x->err = -EBADMSG;
+	return pfs_x_auth_flags(x, &m->flags);
 }
 
 int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m)
 {
-	return pfs_x_bytes(x, m->mac, sizeof(m->mac));
+	pfs_x_bytes(x, m->mac, sizeof(m->mac));
+	return pfs_x_auth_flags(x, &m->flags);
+}
+
+int pfs_x_client_token(struct pfs_xdr *x, struct pfs_client_token *m)
+{
+	return pfs_x_bytes(x, m->token, sizeof(m->token));
+}
+
+int pfs_x_groups(struct pfs_xdr *x, struct pfs_groups *m)
+{
+	__u32 i;
+
+	if (pfs_x_u32(x, &m->count))
+		return x->err;
+	if (m->count > PFS_GROUPS_MAX)
+		return x->err = -EBADMSG;
+	for (i = 0; i < m->count; i++)
+		pfs_x_u32(x, &m->gids[i]);
+	return x->err;
+}
+
+int pfs_x_client_bound(struct pfs_xdr *x, struct pfs_client_bound *m)
+{
+	if (pfs_x_u64(x, &m->client_id))
+		return x->err;
+	if (pfs_xdr_decoding(x) && !m->client_id)
+		x->err = -EBADMSG;
+	return x->err;
 }
 
 int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m)
@@ -329,7 +372,7 @@ int pfs_x_create(struct pfs_xdr *x, struct pfs_create *m)
 	pfs_x_entry_id(x, &m->dir);
 	pfs_x_str(x, m->name, sizeof(m->name));
 	pfs_x_flags32(x, &m->mode, 07777);
-	return pfs_x_flags32(x, &m->flags, PFS_CREATE_EXCL | PFS_CREATE_OPEN);
+	return pfs_x_flags32(x, &m->flags, PFS_CREATE_KNOWN);
 }
 
 int pfs_x_symlink(struct pfs_xdr *x, struct pfs_symlink *m)
@@ -706,126 +749,23 @@ int pfs_status_to_errno(__s32 status)
 const char *pfs_msg_name(__u16 type)
 {
 	switch (type) {
-	case PFS_MSG_AUTH_CHALLENGE:
-		return "AUTH_CHALLENGE";
-	case PFS_MSG_AUTH_RESPONSE:
-		return "AUTH_RESPONSE";
-	case PFS_MSG_PING:
-		return "PING";
-	case PFS_MSG_GET_STATS:
-		return "GET_STATS";
-	case PFS_MSG_REGISTER_NODE:
-		return "REGISTER_NODE";
-	case PFS_MSG_REGISTER_TARGET:
-		return "REGISTER_TARGET";
-	case PFS_MSG_HEARTBEAT:
-		return "HEARTBEAT";
-	case PFS_MSG_GET_NODES:
-		return "GET_NODES";
-	case PFS_MSG_GET_TARGETS:
-		return "GET_TARGETS";
-	case PFS_MSG_GET_POOLS:
-		return "GET_POOLS";
-	case PFS_MSG_CREATE_POOL:
-		return "CREATE_POOL";
-	case PFS_MSG_ASSIGN_POOL:
-		return "ASSIGN_POOL";
-	case PFS_MSG_SET_TARGET_STATE:
-		return "SET_TARGET_STATE";
-	case PFS_MSG_SUBSCRIBE:
-		return "SUBSCRIBE";
-	case PFS_MSG_MAP_CHANGED:
-		return "MAP_CHANGED";
-	case PFS_MSG_LOOKUP:
-		return "LOOKUP";
-	case PFS_MSG_GETATTR:
-		return "GETATTR";
-	case PFS_MSG_CREATE:
-		return "CREATE";
-	case PFS_MSG_MKDIR:
-		return "MKDIR";
-	case PFS_MSG_SYMLINK:
-		return "SYMLINK";
-	case PFS_MSG_READLINK:
-		return "READLINK";
-	case PFS_MSG_LINK:
-		return "LINK";
-	case PFS_MSG_UNLINK:
-		return "UNLINK";
-	case PFS_MSG_RMDIR:
-		return "RMDIR";
-	case PFS_MSG_RENAME:
-		return "RENAME";
-	case PFS_MSG_SETATTR:
-		return "SETATTR";
-	case PFS_MSG_READDIR:
-		return "READDIR";
-	case PFS_MSG_OPEN:
-		return "OPEN";
-	case PFS_MSG_CLOSE:
-		return "CLOSE";
-	case PFS_MSG_GETXATTR:
-		return "GETXATTR";
-	case PFS_MSG_SETXATTR:
-		return "SETXATTR";
-	case PFS_MSG_LISTXATTR:
-		return "LISTXATTR";
-	case PFS_MSG_REMOVEXATTR:
-		return "REMOVEXATTR";
-	case PFS_MSG_STATFS:
-		return "STATFS";
-	case PFS_MSG_GET_PATTERN:
-		return "GET_PATTERN";
-	case PFS_MSG_SET_PATTERN:
-		return "SET_PATTERN";
-	case PFS_MSG_LOCK:
-		return "LOCK";
-	case PFS_MSG_GETLK:
-		return "GETLK";
-	case PFS_MSG_SESSION_RENEW:
-		return "SESSION_RENEW";
-	case PFS_MSG_SESSION_END:
-		return "SESSION_END";
-	case PFS_MSG_INVALIDATE:
-		return "INVALIDATE";
-	case PFS_MSG_INVALIDATE_ALL:
-		return "INVALIDATE_ALL";
-	case PFS_MSG_OPEN_NAME:
-		return "OPEN_NAME";
-	case PFS_MSG_MKDIR_ON:
-		return "MKDIR_ON";
-	case PFS_MSG_MKDIR_DETACHED:
-		return "MKDIR_DETACHED";
-	case PFS_MSG_RMDIR_DETACHED:
-		return "RMDIR_DETACHED";
-	case PFS_MSG_ENTRY_CHECK:
-		return "ENTRY_CHECK";
-	case PFS_MSG_LIST_DETACHED:
-		return "LIST_DETACHED";
-	case PFS_MSG_MOVE:
-		return "MOVE";
-	case PFS_MSG_REMOTE_LINK:
-		return "REMOTE_LINK";
-	case PFS_MSG_CLOSE_MANY:
-		return "CLOSE_MANY";
-	case PFS_MSG_ENTRY_DROP:
-		return "ENTRY_DROP";
-	case PFS_MSG_CHUNK_WRITE:
-		return "CHUNK_WRITE";
-	case PFS_MSG_CHUNK_READ:
-		return "CHUNK_READ";
-	case PFS_MSG_CHUNK_TRUNCATE:
-		return "CHUNK_TRUNCATE";
-	case PFS_MSG_CHUNK_SYNC:
-		return "CHUNK_SYNC";
-	case PFS_MSG_CHUNK_UNLINK:
-		return "CHUNK_UNLINK";
-	case PFS_MSG_CHUNK_STAT:
-		return "CHUNK_STAT";
-	case PFS_MSG_CHUNK_LIST:
-		return "CHUNK_LIST";
-	case PFS_MSG_CHUNK_UNLINK_MANY:
-		return "CHUNK_UNLINK_MANY";
+#define PFS_MSG_NAME(name, number, sent_by)				\
+	case number:							\
+		return #name;
+	PFS_MESSAGES(PFS_MSG_NAME)
+#undef PFS_MSG_NAME
 	}
 	return "?";
+}
+
+__u32 pfs_msg_sent_by(__u16 type)
+{
+	switch (type) {
+#define PFS_MSG_SENT_BY(name, number, sent_by)				\
+	case number:							\
+		return sent_by;
+	PFS_MESSAGES(PFS_MSG_SENT_BY)
+#undef PFS_MSG_SENT_BY
+	}
+	return PFS_SENT_BY_NONE;
 }

@@ -16,7 +16,7 @@
 #include "pfs_stripe.h"
 
 #define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
-#define PFS_PROTO_VERSION	1
+#define PFS_PROTO_VERSION	2
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -26,6 +26,14 @@
 
 #define PFS_AUTH_NONCE_LEN	32
 #define PFS_AUTH_MAC_LEN	32	/* HMAC-SHA256 */
+#define PFS_CLIENT_TOKEN_LEN	32
+/*
+ * With PFS_AUTH_FRAME_MAC, every frame after the handshake is followed by
+ * this many bytes (not counted in payload_len): HMAC-SHA256 under the
+ * connection's session key over the direction, the frame's sequence
+ * number in that direction, the header and the payload, truncated.
+ */
+#define PFS_FRAME_MAC_LEN	16
 
 #define PFS_ALIAS_MAX		64	/* all *_MAX include the NUL */
 #define PFS_HOST_MAX		256
@@ -43,111 +51,156 @@
 enum pfs_flags {
 	PFS_FLAG_REPLY = 1u << 0,
 	PFS_FLAG_NOTIFY = 1u << 1,	/* unsolicited push, request_id 0 */
+	/*
+	 * request: the payload starts with struct pfs_groups, the caller's
+	 * supplementary groups (header.gid is its primary group)
+	 */
+	PFS_FLAG_GROUPS = 1u << 2,
 };
-#define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY)
+#define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS)
+
+/*
+ * Supplementary groups a request carries: the servers check permissions
+ * with header.uid, header.gid and these (a caller in more groups is
+ * checked with the first PFS_GROUPS_MAX, as NFS's AUTH_SYS does with 16).
+ */
+#define PFS_GROUPS_MAX		64
+
+/*
+ * Roles. Each connection proves one in its handshake, with a key derived
+ * from the cluster secret for that role (see common/cpp/auth_crypto.hpp),
+ * and may send only the requests its role allows: a client cannot send
+ * what servers send each other, nor change the map.
+ */
+enum pfs_role {
+	PFS_ROLE_CLIENT = 1,	/* a mount, libpfs, pfs-ctl with a client key */
+	PFS_ROLE_ADMIN = 2,	/* pfs-ctl with the admin key: also the map */
+	PFS_ROLE_SERVER = 3,	/* pfs-mgmtd, pfs-meta, pfs-storage */
+};
+#define PFS_ROLE_MAX PFS_ROLE_SERVER
+
+/* Who may send a message as a request: a mask of (1 << enum pfs_role). */
+#define PFS_SENT_BY_NONE	0u	/* the handshake, notifications */
+#define PFS_SENT_BY_SERVER	(1u << PFS_ROLE_SERVER)
+#define PFS_SENT_BY_ADMIN	(PFS_SENT_BY_SERVER | (1u << PFS_ROLE_ADMIN))
+#define PFS_SENT_BY_ANY		(PFS_SENT_BY_ADMIN | (1u << PFS_ROLE_CLIENT))
+
+/*
+ * Every message, once: X(NAME, type number, who may send it). The enum,
+ * the names in logs and the servers' role checks derive from this list.
+ */
+#define PFS_MESSAGES(X)							\
+	/* connection */						\
+	X(AUTH_CHALLENGE, 1, PFS_SENT_BY_NONE)	/* server -> client, first */ \
+	X(AUTH_RESPONSE, 2, PFS_SENT_BY_NONE)	/* reply proves the server */ \
+	X(PING, 3, PFS_SENT_BY_ANY)					\
+	X(GET_STATS, 4, PFS_SENT_BY_ANY)	/* -> pfs_stats + list */ \
+	X(BIND_CLIENT, 5, PFS_SENT_BY_ANY)	/* pfs_client_token */	\
+	/* management */						\
+	X(REGISTER_NODE, 100, PFS_SENT_BY_ANY)	/* servers: by servers */ \
+	X(REGISTER_TARGET, 101, PFS_SENT_BY_SERVER)			\
+	X(HEARTBEAT, 102, PFS_SENT_BY_SERVER)				\
+	X(GET_NODES, 103, PFS_SENT_BY_ANY)				\
+	X(GET_TARGETS, 104, PFS_SENT_BY_ANY)				\
+	X(GET_POOLS, 105, PFS_SENT_BY_ANY)				\
+	X(CREATE_POOL, 106, PFS_SENT_BY_ADMIN)				\
+	X(ASSIGN_POOL, 107, PFS_SENT_BY_ADMIN)				\
+	X(SET_TARGET_STATE, 108, PFS_SENT_BY_ADMIN)			\
+	X(SUBSCRIBE, 109, PFS_SENT_BY_ANY)				\
+	X(MAP_CHANGED, 110, PFS_SENT_BY_NONE)	/* notify */		\
+	/* metadata: the namespace, checked against the caller's uid/gids */ \
+	X(LOOKUP, 200, PFS_SENT_BY_ANY)		/* pfs_name_req -> attr */ \
+	X(GETATTR, 201, PFS_SENT_BY_ANY)	/* entry_id -> attr */	\
+	X(CREATE, 202, PFS_SENT_BY_ANY)		/* -> attr + layout */	\
+	X(MKDIR, 203, PFS_SENT_BY_ANY)		/* pfs_create -> attr */ \
+	X(SYMLINK, 204, PFS_SENT_BY_ANY)	/* -> attr */		\
+	X(READLINK, 205, PFS_SENT_BY_ANY)	/* entry_id -> pfs_path */ \
+	X(LINK, 206, PFS_SENT_BY_ANY)		/* pfs_link -> attr */	\
+	X(UNLINK, 207, PFS_SENT_BY_ANY)		/* pfs_name_req */	\
+	X(RMDIR, 208, PFS_SENT_BY_ANY)		/* pfs_name_req */	\
+	X(RENAME, 209, PFS_SENT_BY_ANY)		/* pfs_rename */	\
+	X(SETATTR, 210, PFS_SENT_BY_ANY)	/* pfs_setattr -> attr */ \
+	X(READDIR, 211, PFS_SENT_BY_ANY)	/* -> dir_page + dirents */ \
+	X(OPEN, 212, PFS_SENT_BY_ANY)		/* -> attr + layout */	\
+	X(CLOSE, 213, PFS_SENT_BY_ANY)		/* entry_id */		\
+	X(GETXATTR, 214, PFS_SENT_BY_ANY)	/* xattr_req -> value */ \
+	X(SETXATTR, 215, PFS_SENT_BY_ANY)	/* xattr_req + value */	\
+	X(LISTXATTR, 216, PFS_SENT_BY_ANY)	/* -> names, NUL-ended */ \
+	X(REMOVEXATTR, 217, PFS_SENT_BY_ANY)	/* pfs_xattr_req */	\
+	X(STATFS, 218, PFS_SENT_BY_ANY)		/* -> pfs_statfs */	\
+	X(GET_PATTERN, 219, PFS_SENT_BY_ANY)	/* entry_id -> pattern */ \
+	X(SET_PATTERN, 220, PFS_SENT_BY_ANY)	/* owner or root */	\
+	/* locks and sessions (header.client_id, see pfs_lock_req) */	\
+	X(LOCK, 221, PFS_SENT_BY_ANY)		/* EAGAIN on conflict */ \
+	X(GETLK, 222, PFS_SENT_BY_ANY)		/* -> pfs_lock_conflict */ \
+	X(SESSION_RENEW, 223, PFS_SENT_BY_ANY)	/* -> pfs_session */	\
+	X(SESSION_END, 224, PFS_SENT_BY_ANY)				\
+	X(INVALIDATE, 225, PFS_SENT_BY_NONE)	/* notify */		\
+	X(OPEN_NAME, 226, PFS_SENT_BY_ANY)	/* -> attr [+ layout] */ \
+	X(MKDIR_ON, 227, PFS_SENT_BY_ANY)	/* pfs_mkdir_on -> attr */ \
+	/* between metadata servers (and fsck's LIST_DETACHED) */	\
+	X(MKDIR_DETACHED, 228, PFS_SENT_BY_SERVER)			\
+	X(RMDIR_DETACHED, 229, PFS_SENT_BY_SERVER)			\
+	X(ENTRY_CHECK, 230, PFS_SENT_BY_ADMIN)	/* and fsck */	\
+	X(LIST_DETACHED, 231, PFS_SENT_BY_ADMIN)			\
+	X(MOVE, 232, PFS_SENT_BY_SERVER)				\
+	X(REMOTE_LINK, 233, PFS_SENT_BY_SERVER)				\
+	X(ENTRY_DROP, 234, PFS_SENT_BY_SERVER)				\
+	X(INVALIDATE_ALL, 235, PFS_SENT_BY_NONE) /* notify */		\
+	X(CLOSE_MANY, 236, PFS_SENT_BY_ANY)	/* pfs_close_many */	\
+	/* storage: chunk files, one per file per target */		\
+	X(CHUNK_WRITE, 300, PFS_SENT_BY_ANY)	/* chunk_io + data */	\
+	X(CHUNK_READ, 301, PFS_SENT_BY_ANY)	/* chunk_io -> data */	\
+	X(CHUNK_TRUNCATE, 302, PFS_SENT_BY_ADMIN) /* cut, durably */	\
+	X(CHUNK_SYNC, 303, PFS_SENT_BY_ANY)	/* pfs_chunk_ref */	\
+	X(CHUNK_UNLINK, 304, PFS_SENT_BY_ADMIN)	/* pfs_chunk_ref */	\
+	X(CHUNK_STAT, 305, PFS_SENT_BY_ANY)	/* -> pfs_chunk_stat */	\
+	X(CHUNK_LIST, 306, PFS_SENT_BY_ADMIN)	/* -> page + entries */	\
+	X(CHUNK_UNLINK_MANY, 307, PFS_SENT_BY_ADMIN)
 
 enum pfs_msg_type {
-	/* connection */
-	PFS_MSG_AUTH_CHALLENGE = 1,	/* server -> client, first frame */
-	PFS_MSG_AUTH_RESPONSE = 2,	/* client -> server; reply proves server */
-	PFS_MSG_PING = 3,
-	PFS_MSG_GET_STATS = 4,		/* -> pfs_stats + pfs_msg_stats list */
-	/* management */
-	PFS_MSG_REGISTER_NODE = 100,
-	PFS_MSG_REGISTER_TARGET = 101,
-	PFS_MSG_HEARTBEAT = 102,
-	PFS_MSG_GET_NODES = 103,
-	PFS_MSG_GET_TARGETS = 104,
-	PFS_MSG_GET_POOLS = 105,
-	PFS_MSG_CREATE_POOL = 106,
-	PFS_MSG_ASSIGN_POOL = 107,
-	PFS_MSG_SET_TARGET_STATE = 108,
-	PFS_MSG_SUBSCRIBE = 109,
-	PFS_MSG_MAP_CHANGED = 110,	/* notify */
-	/* metadata: the namespace (requests carry the caller's uid/gid) */
-	PFS_MSG_LOOKUP = 200,		/* pfs_name_req -> pfs_attr */
-	PFS_MSG_GETATTR = 201,		/* pfs_entry_id -> pfs_attr */
-	PFS_MSG_CREATE = 202,		/* pfs_create -> pfs_attr + pfs_layout */
-	PFS_MSG_MKDIR = 203,		/* pfs_create -> pfs_attr */
-	PFS_MSG_SYMLINK = 204,		/* pfs_symlink -> pfs_attr */
-	PFS_MSG_READLINK = 205,		/* pfs_entry_id -> pfs_path */
-	PFS_MSG_LINK = 206,		/* pfs_link -> pfs_attr */
-	PFS_MSG_UNLINK = 207,		/* pfs_name_req */
-	PFS_MSG_RMDIR = 208,		/* pfs_name_req */
-	PFS_MSG_RENAME = 209,		/* pfs_rename */
-	PFS_MSG_SETATTR = 210,		/* pfs_setattr -> pfs_attr */
-	PFS_MSG_READDIR = 211,		/* pfs_readdir -> pfs_dir_page + dirents */
-	PFS_MSG_OPEN = 212,		/* pfs_open -> pfs_attr + pfs_layout */
-	PFS_MSG_CLOSE = 213,		/* pfs_entry_id */
-	PFS_MSG_GETXATTR = 214,		/* pfs_xattr_req -> value bytes */
-	PFS_MSG_SETXATTR = 215,		/* pfs_xattr_req + value bytes */
-	PFS_MSG_LISTXATTR = 216,	/* pfs_entry_id -> names, NUL-separated */
-	PFS_MSG_REMOVEXATTR = 217,	/* pfs_xattr_req */
-	PFS_MSG_STATFS = 218,		/* -> pfs_statfs */
-	PFS_MSG_GET_PATTERN = 219,	/* pfs_entry_id -> pfs_pattern */
-	PFS_MSG_SET_PATTERN = 220,	/* pfs_set_pattern */
-	/*
-	 * Advisory locks and client sessions: requests carry header.client_id
-	 * (nonzero); see struct pfs_lock_req.
-	 */
-	PFS_MSG_LOCK = 221,		/* pfs_lock_req; EAGAIN on conflict */
-	PFS_MSG_GETLK = 222,		/* pfs_lock_req -> pfs_lock_conflict */
-	PFS_MSG_SESSION_RENEW = 223,	/* empty -> pfs_session */
-	PFS_MSG_SESSION_END = 224,	/* empty */
-	PFS_MSG_INVALIDATE = 225,	/* notify: pfs_invalidate */
-	/*
-	 * notify, empty: the server stopped tracking what it told this
-	 * client (its table was full, or notices could not be delivered):
-	 * everything the client caches from it may be stale.
-	 */
-	PFS_MSG_INVALIDATE_ALL = 235,
-	/*
-	 * LOOKUP and OPEN in one: a regular file is opened (counted as OPEN
-	 * counts it) and its layout follows the attributes; any other type
-	 * is only looked up (pfs_attr alone, nothing opened).
-	 */
-	PFS_MSG_OPEN_NAME = 226,	/* pfs_open_name -> pfs_attr [+ pfs_layout] */
-	/*
-	 * Directories on other metadata servers. MKDIR_ON is MKDIR with the
-	 * server named (0: the server picks). The rest go between metadata
-	 * servers: the parent's owner has the chosen server make a detached
-	 * directory (one whose entry lives with another server), prepares
-	 * and commits its removal; the detached directory's owner asks the
-	 * parent's owner whether an entry still names it (ENTRY_CHECK), to
-	 * settle what a crash left half done; LIST_DETACHED is for fsck.
-	 * RENAME to a directory of another server moves the entry: the
-	 * source's server has the inode's owner record the move (MOVE
-	 * PREPARE), the target's server add the entry (REMOTE_LINK), drops
-	 * its own entry, then has the owner record the new place (MOVE
-	 * COMMIT). The owner settles a move a crash cut short by asking both
-	 * servers (ENTRY_CHECK) and, where both name it, has the source's
-	 * server drop its entry (ENTRY_DROP). RMDIR_DETACHED also removes a
-	 * file whose entry is on another server.
-	 */
-	PFS_MSG_MKDIR_ON = 227,		/* pfs_mkdir_on -> pfs_attr */
-	PFS_MSG_MKDIR_DETACHED = 228,	/* pfs_mkdir_detached -> pfs_attr */
-	PFS_MSG_RMDIR_DETACHED = 229,	/* pfs_rmdir_detached */
-	PFS_MSG_ENTRY_CHECK = 230,	/* pfs_entry_check -> pfs_entry_states */
-	PFS_MSG_LIST_DETACHED = 231,	/* pfs_list_detached -> pfs_detached_page */
-	PFS_MSG_MOVE = 232,		/* pfs_move */
-	PFS_MSG_REMOTE_LINK = 233,	/* pfs_remote_link */
-	PFS_MSG_ENTRY_DROP = 234,	/* pfs_entry_id */
-	/*
-	 * CLOSE of several entries of this server, as pfs.ko gathers the
-	 * closes of a few milliseconds. Every one is closed; the reply
-	 * carries the first error.
-	 */
-	PFS_MSG_CLOSE_MANY = 236,	/* pfs_close_many */
-	/* storage: chunk files, one per file per target */
-	PFS_MSG_CHUNK_WRITE = 300,	/* pfs_chunk_io + length bytes */
-	PFS_MSG_CHUNK_READ = 301,	/* pfs_chunk_io -> bytes (short at end) */
-	PFS_MSG_CHUNK_TRUNCATE = 302,	/* pfs_chunk_truncate: cut, durably */
-	PFS_MSG_CHUNK_SYNC = 303,	/* pfs_chunk_ref */
-	PFS_MSG_CHUNK_UNLINK = 304,	/* pfs_chunk_ref */
-	PFS_MSG_CHUNK_STAT = 305,	/* pfs_chunk_ref -> pfs_chunk_stat */
-	PFS_MSG_CHUNK_LIST = 306,	/* pfs_chunk_list -> pfs_chunk_page + entries */
-	PFS_MSG_CHUNK_UNLINK_MANY = 307,	/* pfs_chunk_unlink_many */
+#define PFS_MSG_ENUM(name, number, sent_by) PFS_MSG_##name = number,
+	PFS_MESSAGES(PFS_MSG_ENUM)
+#undef PFS_MSG_ENUM
 };
+
+/*
+ * Notes on some messages:
+ *
+ * BIND_CLIENT: a connection acts for a client id only once it has shown
+ * the id's token; every other request of a client or admin connection
+ * carrying a client id it did not bind is refused (EPERM).
+ *
+ * INVALIDATE_ALL (notify, empty): the server stopped tracking what it
+ * told this client (its table was full, or notices could not be
+ * delivered): everything the client caches from it may be stale.
+ *
+ * OPEN_NAME is LOOKUP and OPEN in one: a regular file is opened (counted
+ * as OPEN counts it) and its layout follows the attributes; any other type
+ * is only looked up (pfs_attr alone, nothing opened).
+ *
+ * Directories on other metadata servers. MKDIR_ON is MKDIR with the server
+ * named (0: the server picks). The rest go between metadata servers: the
+ * parent's owner has the chosen server make a detached directory (one
+ * whose entry lives with another server), prepares and commits its removal;
+ * the detached directory's owner asks the parent's owner whether an entry
+ * still names it (ENTRY_CHECK), to settle what a crash left half done;
+ * LIST_DETACHED is for fsck. RENAME to a directory of another server moves
+ * the entry: the source's server has the inode's owner record the move
+ * (MOVE PREPARE), the target's server add the entry (REMOTE_LINK), drops
+ * its own entry, then has the owner record the new place (MOVE COMMIT).
+ * The owner settles a move a crash cut short by asking both servers
+ * (ENTRY_CHECK) and, where both name it, has the source's server drop its
+ * entry (ENTRY_DROP). RMDIR_DETACHED also removes a file whose entry is on
+ * another server.
+ *
+ * CLOSE_MANY closes several entries of this server, as pfs.ko gathers the
+ * closes of a few milliseconds. Every one is closed; the reply carries the
+ * first error.
+ */
+
+/* Mask of the roles that may send type as a request; 0 for none. */
+__u32 pfs_msg_sent_by(__u16 type);
 
 /*
  * Status codes on the wire: 0 is success, 1..999 are Linux errno numbers
@@ -260,13 +313,44 @@ struct pfs_auth_challenge {
 	__u8 nonce[PFS_AUTH_NONCE_LEN];
 };
 
+enum pfs_auth_flags {
+	PFS_AUTH_FRAME_MAC = 1u << 0,	/* every later frame carries a MAC */
+};
+#define PFS_AUTH_FLAGS_KNOWN PFS_AUTH_FRAME_MAC
+
+/*
+ * The client's answer to the challenge: the role it claims and proves
+ * with that role's key, and what it asks of the connection.
+ */
 struct pfs_auth_response {
 	__u8 nonce[PFS_AUTH_NONCE_LEN];		/* the client's own */
 	__u8 mac[PFS_AUTH_MAC_LEN];		/* proves the client */
+	__u8 role;				/* enum pfs_role */
+	__u8 flags;				/* enum pfs_auth_flags asked */
 };
 
 struct pfs_auth_proof {
 	__u8 mac[PFS_AUTH_MAC_LEN];		/* proves the server */
+	__u8 flags;				/* what the connection uses */
+};
+
+/*
+ * BIND_CLIENT: the token whose hash is the client id (see
+ * pfs_client_id_of in common/cpp and kmod/net/auth.c): only who holds the
+ * token can act as that client. The reply is struct pfs_client_bound.
+ */
+struct pfs_client_token {
+	__u8 token[PFS_CLIENT_TOKEN_LEN];
+};
+
+struct pfs_client_bound {
+	__u64 client_id;
+};
+
+/* What PFS_FLAG_GROUPS puts in front of a request's payload. */
+struct pfs_groups {
+	__u32 count;		/* <= PFS_GROUPS_MAX */
+	__u32 gids[PFS_GROUPS_MAX];
 };
 
 struct pfs_ping_reply {
@@ -444,7 +528,11 @@ struct pfs_name_req {
 enum pfs_create_flags {
 	PFS_CREATE_EXCL = 1u << 0,	/* O_EXCL: an existing name is EEXIST */
 	PFS_CREATE_OPEN = 1u << 1,	/* also open it: one request, not two */
+	/* with OPEN, how an existing file is opened (neither: read) */
+	PFS_CREATE_READ = 1u << 2,
+	PFS_CREATE_WRITE = 1u << 3,
 };
+#define PFS_CREATE_KNOWN 0xfu
 
 struct pfs_create {
 	struct pfs_entry_id dir;
@@ -489,8 +577,15 @@ enum pfs_setattr_valid {
 	 * they wrote without racing each other or truncating.
 	 */
 	PFS_SET_SIZE_EXTEND = 1u << 6,
+	/*
+	 * With ATIME / MTIME: "now" (utimensat's UTIME_NOW, touch), which
+	 * whoever may write the file may set; an explicit time needs the
+	 * owner. The server stamps its own clock.
+	 */
+	PFS_SET_ATIME_NOW = 1u << 7,
+	PFS_SET_MTIME_NOW = 1u << 8,
 };
-#define PFS_SET_KNOWN 0x7fu
+#define PFS_SET_KNOWN 0x1ffu
 
 struct pfs_setattr {
 	struct pfs_entry_id id;
@@ -811,6 +906,9 @@ int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m);
 int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m);
 int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m);
 int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m);
+int pfs_x_client_token(struct pfs_xdr *x, struct pfs_client_token *m);
+int pfs_x_client_bound(struct pfs_xdr *x, struct pfs_client_bound *m);
+int pfs_x_groups(struct pfs_xdr *x, struct pfs_groups *m);
 int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m);
 int pfs_x_stats(struct pfs_xdr *x, struct pfs_stats *m);
 int pfs_x_msg_stats(struct pfs_xdr *x, struct pfs_msg_stats *m);

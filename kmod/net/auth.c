@@ -1,22 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The authentication handshake every connection runs before anything
- * else (the user-space twin is common/cpp/handshake.cpp):
+ * Keys and the authentication handshake every connection runs before
+ * anything else (the user-space twin is common/cpp/auth_crypto.cpp and
+ * handshake.cpp):
  *
  *   server: AUTH_CHALLENGE   server_nonce
  *   client: AUTH_RESPONSE    client_nonce,
- *                            HMAC(secret, "pfs-auth-v1 client" || sn || cn)
+ *                            HMAC(key, "pfs-auth-v2 client" || sn || cn ||
+ *                                 role || flags), role, flags
  *   server: AUTH_RESPONSE|REPLY  status, then when OK
- *                            HMAC(secret, "pfs-auth-v1 server" || cn || sn)
+ *                            HMAC(key, "pfs-auth-v2 server" || cn || sn ||
+ *                                 role || final flags), final flags
  *
- * Both nonces are fresh, so neither side can replay an old exchange, and
- * the client checks the server's proof, so a rogue server that does not
- * know the secret cannot pose as one of ours.
+ * key is the client role's key: HMAC(cluster secret, "pfs-role-v1
+ * client"), or what a "pfs-key-v1 client HEX" file holds, so a client node
+ * needs no more than that key. Both nonces are fresh, so neither side can
+ * replay an old exchange; the client checks the server's proof, so a rogue
+ * server that does not know the key cannot pose as one of ours. With
+ * PFS_AUTH_FRAME_MAC in the final flags both sides then key frame MACs
+ * with HMAC(key, "pfs-session-v2" || sn || cn) (mac.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <crypto/algapi.h>
 #include <crypto/hash.h>
+#include <crypto/sha2.h>
+#include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -28,12 +37,17 @@ MODULE_SOFTDEP("pre: hmac sha256");
 
 #define PFS_AUTH_FRAME_MAX	256	/* kHandshakeMaxPayload */
 
-static const char pfs_client_label[] = "pfs-auth-v1 client";
-static const char pfs_server_label[] = "pfs-auth-v1 server";
+static const char pfs_client_label[] = "pfs-auth-v2 client";
+static const char pfs_server_label[] = "pfs-auth-v2 server";
+static const char pfs_session_label[] = "pfs-session-v2";
+static const char pfs_role_label[] = "pfs-role-v1 client";
+static const char pfs_client_id_label[] = "pfs-client-id-v1";
+static const char pfs_key_magic[] = "pfs-key-v1 ";
 
-static int pfs_auth_mac(const u8 *secret, size_t secret_len,
-			const char *label, const u8 *first, const u8 *second,
-			u8 *mac)
+/* HMAC-SHA256(key, label || a || b || tail), any of them empty. */
+static int pfs_auth_mac(const u8 *key, size_t key_len, const char *label,
+			const u8 *a, size_t a_len, const u8 *b, size_t b_len,
+			const u8 *tail, size_t tail_len, u8 *mac)
 {
 	struct crypto_shash *tfm;
 	int err;
@@ -41,15 +55,16 @@ static int pfs_auth_mac(const u8 *secret, size_t secret_len,
 	tfm = crypto_alloc_shash("hmac(sha256)", 0, 0);
 	if (IS_ERR(tfm))
 		return PTR_ERR(tfm);
-	err = crypto_shash_setkey(tfm, secret, secret_len);
+	err = crypto_shash_setkey(tfm, key, key_len);
 	if (!err) {
 		SHASH_DESC_ON_STACK(desc, tfm);
 
 		desc->tfm = tfm;
 		err = crypto_shash_init(desc) ?:
 		      crypto_shash_update(desc, label, strlen(label)) ?:
-		      crypto_shash_update(desc, first, PFS_AUTH_NONCE_LEN) ?:
-		      crypto_shash_update(desc, second, PFS_AUTH_NONCE_LEN) ?:
+		      crypto_shash_update(desc, a, a_len) ?:
+		      crypto_shash_update(desc, b, b_len) ?:
+		      crypto_shash_update(desc, tail, tail_len) ?:
 		      crypto_shash_final(desc, mac);
 		shash_desc_zero(desc);
 	}
@@ -57,20 +72,36 @@ static int pfs_auth_mac(const u8 *secret, size_t secret_len,
 	return err;
 }
 
-int pfs_auth_client_proof(const u8 *secret, size_t secret_len,
-			  const u8 *server_nonce, const u8 *client_nonce,
-			  u8 *mac)
+int pfs_auth_client_key(const u8 *file, size_t len, u8 *key)
 {
-	return pfs_auth_mac(secret, secret_len, pfs_client_label,
-			    server_nonce, client_nonce, mac);
+	size_t magic = strlen(pfs_key_magic), role = strlen("client ");
+
+	if (len < magic || memcmp(file, pfs_key_magic, magic))
+		return pfs_auth_mac(file, len, pfs_role_label, NULL, 0, NULL,
+				    0, NULL, 0, key);
+	/* A role key file: "pfs-key-v1 client HEX". */
+	if (len != magic + role + 2 * PFS_AUTH_MAC_LEN ||
+	    memcmp(file + magic, "client ", role))
+		return -EINVAL;
+	return hex2bin(key, file + magic + role, PFS_AUTH_MAC_LEN) ?
+	       -EINVAL : 0;
 }
 
-int pfs_auth_server_proof(const u8 *secret, size_t secret_len,
-			  const u8 *client_nonce, const u8 *server_nonce,
-			  u8 *mac)
+u64 pfs_auth_client_id(const u8 *token)
 {
-	return pfs_auth_mac(secret, secret_len, pfs_server_label,
-			    client_nonce, server_nonce, mac);
+	u8 digest[SHA256_DIGEST_SIZE];
+	struct sha256_state sha;
+	u64 id;
+	int i;
+
+	sha256_init(&sha);
+	sha256_update(&sha, pfs_client_id_label, strlen(pfs_client_id_label));
+	sha256_update(&sha, token, PFS_CLIENT_TOKEN_LEN);
+	sha256_final(&sha, digest);
+	for (i = 7, id = 0; i >= 0; i--)
+		id = id << 8 | digest[i];
+	memzero_explicit(digest, sizeof(digest));
+	return id ?: 1;
 }
 
 /* Everything the handshake keeps, off the stack (reply_status is big). */
@@ -115,12 +146,21 @@ static int pfs_auth_read(struct pfs_xprt *x, struct pfs_auth_state *s,
 	return pfs_xprt_recv_buf(x, s->buf, s->h.payload_len, left);
 }
 
+/* The role byte and flags every proof ends with. */
+static void pfs_auth_tail(u8 *tail, u8 flags)
+{
+	tail[0] = PFS_ROLE_CLIENT;
+	tail[1] = flags;
+}
+
 static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 			const char *peer, struct pfs_auth_state *s,
-			unsigned long deadline)
+			unsigned long deadline, bool want_mac, u8 *session)
 {
+	const u8 *key = net->cfg.key;
 	struct kvec head[2];
 	struct pfs_xdr xdr;
+	u8 tail[2];
 	int err;
 
 	err = pfs_auth_read(x, s, PFS_MSG_AUTH_CHALLENGE, deadline);
@@ -132,15 +172,19 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 		return -EPROTO;
 
 	get_random_bytes(s->response.nonce, sizeof(s->response.nonce));
-	err = pfs_auth_client_proof(net->secret, net->cfg.secret_len,
-				    s->challenge.nonce, s->response.nonce,
-				    s->response.mac);
+	s->response.role = PFS_ROLE_CLIENT;
+	s->response.flags = want_mac ? PFS_AUTH_FRAME_MAC : 0;
+	pfs_auth_tail(tail, s->response.flags);
+	err = pfs_auth_mac(key, PFS_AUTH_MAC_LEN, pfs_client_label,
+			   s->challenge.nonce, PFS_AUTH_NONCE_LEN,
+			   s->response.nonce, PFS_AUTH_NONCE_LEN,
+			   tail, sizeof(tail), s->response.mac);
 	if (err)
 		return err;
 	pfs_xdr_init_encode(&xdr, s->buf, sizeof(s->buf));
 	if (pfs_x_auth_response(&xdr, &s->response))
 		return -EINVAL;
-	pfs_frame_header(net, PFS_MSG_AUTH_RESPONSE, 1, xdr.pos, s->hdr);
+	pfs_frame_header(net, PFS_MSG_AUTH_RESPONSE, 0, 1, xdr.pos, s->hdr);
 	head[0].iov_base = s->hdr;
 	head[0].iov_len = PFS_HEADER_SIZE;
 	head[1].iov_base = s->buf;
@@ -158,7 +202,7 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 	if (pfs_x_reply_status(&xdr, &s->status))
 		return -EPROTO;
 	if (s->status.status == PFS_E_AUTH) {
-		pr_err("%s refused the shared secret (authentication failed): check the secret file\n",
+		pr_err("%s refused the shared secret (our client key): check the secret file\n",
 		       peer);
 		return -EACCES;
 	}
@@ -170,21 +214,34 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 	pfs_x_auth_proof(&xdr, &s->proof);
 	if (pfs_xdr_finish(&xdr))
 		return -EPROTO;
-	err = pfs_auth_server_proof(net->secret, net->cfg.secret_len,
-				    s->response.nonce, s->challenge.nonce,
-				    s->expect);
+	pfs_auth_tail(tail, s->proof.flags);
+	err = pfs_auth_mac(key, PFS_AUTH_MAC_LEN, pfs_server_label,
+			   s->response.nonce, PFS_AUTH_NONCE_LEN,
+			   s->challenge.nonce, PFS_AUTH_NONCE_LEN,
+			   tail, sizeof(tail), s->expect);
 	if (err)
 		return err;
 	if (crypto_memneq(s->expect, s->proof.mac, sizeof(s->expect))) {
-		pr_err("%s could not prove it knows the shared secret: refusing it\n",
+		pr_err("%s could not prove it knows the shared secret (the client key): refusing it\n",
 		       peer);
 		return -EACCES;
 	}
-	return 0;
+	if (want_mac && !(s->proof.flags & PFS_AUTH_FRAME_MAC)) {
+		pr_err("%s refused frame MACs: refusing it\n", peer);
+		return -EACCES;
+	}
+	if (!(s->proof.flags & PFS_AUTH_FRAME_MAC))
+		return 0;
+	err = pfs_auth_mac(key, PFS_AUTH_MAC_LEN, pfs_session_label,
+			   s->challenge.nonce, PFS_AUTH_NONCE_LEN,
+			   s->response.nonce, PFS_AUTH_NONCE_LEN, NULL, 0,
+			   session);
+	return err ?: 1;
 }
 
 int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
-		       const char *peer, unsigned long deadline)
+		       const char *peer, unsigned long deadline, bool want_mac,
+		       u8 *session)
 {
 	struct pfs_auth_state *s;
 	int err;
@@ -192,7 +249,7 @@ int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
 	s = kzalloc(sizeof(*s), GFP_NOFS);
 	if (!s)
 		return -ENOMEM;
-	err = pfs_auth_run(net, x, peer, s, deadline);
+	err = pfs_auth_run(net, x, peer, s, deadline, want_mac, session);
 	if (err == -EPROTO)
 		pr_warn("%s: malformed authentication handshake\n", peer);
 	kfree_sensitive(s);

@@ -26,17 +26,20 @@
 #include "net_int.h"
 
 #define PFS_SCRATCH_SIZE	4096
+#define PFS_CONN_HEAD_MAX	3	/* header, groups and body */
+#define PFS_GROUPS_BLOCK_MAX	(4 + 4 * PFS_GROUPS_MAX)
 #define PFS_NOTIFY_MAX		(64u << 10)
 /* The s32 status and, when it is not OK, its u16-counted message. */
 #define PFS_STATUS_WIRE_MAX	(4 + 2 + PFS_STATUS_MSG_MAX)
 
-void pfs_frame_header(struct pfs_net *net, u16 type, u64 request_id,
-		      u32 payload_len, u8 *out)
+void pfs_frame_header(struct pfs_net *net, u16 type, u32 flags,
+		      u64 request_id, u32 payload_len, u8 *out)
 {
 	struct pfs_header h = {
 		.magic = PFS_PROTO_MAGIC,
 		.version = PFS_PROTO_VERSION,
 		.type = type,
+		.flags = flags,
 		.payload_len = payload_len,
 		.request_id = request_id,
 		.uid = from_kuid_munged(&init_user_ns, current_fsuid()),
@@ -46,6 +49,31 @@ void pfs_frame_header(struct pfs_net *net, u16 type, u64 request_id,
 	};
 
 	pfs_header_encode(&h, out);
+}
+
+/*
+ * The caller's supplementary groups, which a metadata server checks
+ * permissions with (PFS_FLAG_GROUPS): encoded into buf, their length
+ * returned (0: none, no block).
+ */
+static u32 pfs_groups_block(u8 *buf, u32 size)
+{
+	const struct group_info *gi = current_cred()->group_info;
+	struct pfs_xdr x;
+	u32 count, i;
+
+	if (!gi || !gi->ngroups)
+		return 0;
+	/* As struct pfs_groups encodes: the count, then the gids. */
+	count = min_t(u32, gi->ngroups, PFS_GROUPS_MAX);
+	pfs_xdr_init_encode(&x, buf, size);
+	pfs_x_u32(&x, &count);
+	for (i = 0; i < count; i++) {
+		u32 gid = from_kgid_munged(&init_user_ns, gi->gid[i]);
+
+		pfs_x_u32(&x, &gid);
+	}
+	return x.err ? 0 : x.pos;
 }
 
 /* Takes rpc out of the table if it is still there: the caller owns it. */
@@ -96,6 +124,37 @@ void pfs_conn_kill(struct pfs_conn *c, int err)
 	}
 }
 
+/*
+ * One frame: head[0] the header, then the rest of head, then data, then
+ * (frame MACs on) its tag. The tag is sealed under send_lock: the order
+ * of the tags' sequence numbers is the order on the wire.
+ */
+static int pfs_conn_send_locked(struct pfs_conn *c, struct kvec *head,
+				unsigned int nhead, struct iov_iter *data)
+{
+	struct kvec v[PFS_CONN_HEAD_MAX + 1];
+	u8 tag[PFS_FRAME_MAC_LEN];
+	struct kvec tail = { .iov_base = tag, .iov_len = sizeof(tag) };
+	bool more = data && iov_iter_count(data);
+	int err;
+
+	if (!c->mac)
+		return c->xprt->ops->send(c->xprt, head, nhead, data);
+	if (WARN_ON_ONCE(nhead > PFS_CONN_HEAD_MAX))
+		return -EINVAL;
+	err = pfs_mac_seal(c->mac, head, nhead, data, tag);
+	if (err)
+		return err;
+	if (more) {
+		/* After the data: one more send, the stream is ours. */
+		err = c->xprt->ops->send(c->xprt, head, nhead, data);
+		return err ?: c->xprt->ops->send(c->xprt, &tail, 1, NULL);
+	}
+	memcpy(v, head, nhead * sizeof(*head));
+	v[nhead] = tail;
+	return c->xprt->ops->send(c->xprt, v, nhead + 1, NULL);
+}
+
 static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
 			 unsigned int nhead, struct iov_iter *data)
 {
@@ -106,7 +165,7 @@ static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
 	if (pfs_conn_dead(c))
 		err = -ENOTCONN;
 	else
-		err = c->xprt->ops->send(c->xprt, head, nhead, data);
+		err = pfs_conn_send_locked(c, head, nhead, data);
 	mutex_unlock(&c->send_lock);
 	return err;
 }
@@ -123,8 +182,10 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 {
 	size_t data_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
 	u8 hdr[PFS_HEADER_SIZE];
-	struct kvec head[2];
-	u32 id = 0;
+	u8 groups[PFS_GROUPS_BLOCK_MAX];
+	struct kvec head[PFS_CONN_HEAD_MAX];
+	unsigned int nhead = 0;
+	u32 ngroups = 0, id = 0;
 	int err;
 
 	init_completion(&rpc->done);
@@ -137,8 +198,8 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	/* The receiving thread cannot write to a user's address space. */
 	if (rpc->reply_data && user_backed_iter(rpc->reply_data))
 		return -EINVAL;
-	if (rpc->req_len > PFS_MAX_PAYLOAD ||
-	    data_len > PFS_MAX_PAYLOAD - rpc->req_len)
+	if (rpc->req_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX ||
+	    data_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX - rpc->req_len)
 		return -EMSGSIZE;
 
 	xa_lock(&c->reqs);
@@ -165,11 +226,19 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	rpc->request_id = id;
 	rpc->deadline = jiffies + msecs_to_jiffies(c->net->cfg.timeout_ms);
 
-	pfs_frame_header(c->net, rpc->type, id, rpc->req_len + data_len, hdr);
-	head[0] = (struct kvec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
-	head[1] = (struct kvec){ .iov_base = (void *)rpc->req,
-				 .iov_len = rpc->req_len };
-	err = pfs_conn_send(c, head, rpc->req_len ? 2 : 1, rpc->req_data);
+	/* Metadata servers check permissions: they get our groups too. */
+	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
+		ngroups = pfs_groups_block(groups, sizeof(groups));
+	pfs_frame_header(c->net, rpc->type, ngroups ? PFS_FLAG_GROUPS : 0, id,
+			 ngroups + rpc->req_len + data_len, hdr);
+	head[nhead++] = (struct kvec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	if (ngroups)
+		head[nhead++] = (struct kvec){ .iov_base = groups,
+					       .iov_len = ngroups };
+	if (rpc->req_len)
+		head[nhead++] = (struct kvec){ .iov_base = (void *)rpc->req,
+					       .iov_len = rpc->req_len };
+	err = pfs_conn_send(c, head, nhead, rpc->req_data);
 	if (!err)
 		return 0;
 	if (!pfs_conn_unlink(c, rpc)) {
@@ -241,7 +310,28 @@ static long pfs_conn_timeo(struct pfs_conn *c)
 
 static int pfs_conn_recv(struct pfs_conn *c, void *buf, size_t len)
 {
-	return pfs_xprt_recv_buf(c->xprt, buf, len, pfs_conn_timeo(c));
+	int err = pfs_xprt_recv_buf(c->xprt, buf, len, pfs_conn_timeo(c));
+
+	if (!err && c->mac)
+		err = pfs_mac_rx_update(c->mac, buf, len);
+	return err;
+}
+
+/* The end of a frame: its MAC, -EBADMSG when it is not the frame's. */
+static int pfs_conn_rx_tag(struct pfs_conn *c)
+{
+	u8 tag[PFS_FRAME_MAC_LEN];
+	int err;
+
+	if (!c->mac)
+		return 0;
+	err = pfs_xprt_recv_buf(c->xprt, tag, sizeof(tag), pfs_conn_timeo(c));
+	if (!err)
+		err = pfs_mac_rx_check(c->mac, tag);
+	if (err == -EBADMSG)
+		pr_warn_ratelimited("%s: frame MAC does not verify: dropping the connection\n",
+				    c->peer);
+	return err;
 }
 
 static int pfs_conn_discard(struct pfs_conn *c, u32 len)
@@ -305,11 +395,16 @@ static int pfs_conn_rx_body(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len,
 	if (to) {
 		size_t room = iov_iter_count(to);
 
+		struct iov_iter start;
+
 		if (len > room)
 			return -EMSGSIZE;
 		iov_iter_truncate(to, len);
+		start = *to;
 		err = c->xprt->ops->recv(c->xprt, to, pfs_conn_timeo(c));
 		iov_iter_reexpand(to, iov_iter_count(to) + room - len);
+		if (!err && c->mac)
+			err = pfs_mac_rx_update_iter(c->mac, &start, len);
 		if (err)
 			return err;
 		rpc->data_len = len;
@@ -341,12 +436,14 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 	int err;
 
 	if (!rpc)			/* its waiter gave up on it */
-		return pfs_conn_discard(c, h->payload_len);
+		return pfs_conn_discard(c, h->payload_len) ?:
+		       pfs_conn_rx_tag(c);
 	if (h->type != rpc->type || h->payload_len < 4) {
 		pr_warn_ratelimited("%s: malformed reply to %s\n", c->peer,
 				    pfs_msg_name(rpc->type));
 		pfs_rpc_finish(rpc, -EIO);
-		return pfs_conn_discard(c, h->payload_len);
+		return pfs_conn_discard(c, h->payload_len) ?:
+		       pfs_conn_rx_tag(c);
 	}
 	err = pfs_conn_recv(c, c->scratch, 4);
 	if (!err) {
@@ -362,6 +459,9 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 		pr_warn_ratelimited("%s: %s reply of %u bytes is larger than asked for\n",
 				    c->peer, pfs_msg_name(rpc->type),
 				    h->payload_len);
+	/* Nothing of a reply is used before its MAC is checked. */
+	if (!err)
+		err = pfs_conn_rx_tag(c);
 	pfs_rpc_finish(rpc, err ? -EIO : res);
 	return err;
 }
@@ -376,8 +476,9 @@ static int pfs_conn_rx_notify(struct pfs_conn *c, const struct pfs_header *h)
 		return -EMSGSIZE;
 	buf = kvmalloc(h->payload_len ?: 1, GFP_NOFS);
 	if (!buf)
-		return pfs_conn_discard(c, h->payload_len);
-	err = pfs_conn_recv(c, buf, h->payload_len);
+		return pfs_conn_discard(c, h->payload_len) ?:
+		       pfs_conn_rx_tag(c);
+	err = pfs_conn_recv(c, buf, h->payload_len) ?: pfs_conn_rx_tag(c);
 	if (!err) {
 		if (h->type == PFS_MSG_MAP_CHANGED)
 			pfs_map_schedule(c->net, 0);
@@ -403,7 +504,9 @@ static int pfs_conn_rx_frame(struct pfs_conn *c)
 	if (err)
 		return err;
 	c->rx_deadline = jiffies + msecs_to_jiffies(c->net->cfg.timeout_ms);
-	err = pfs_conn_recv(c, raw + 1, sizeof(raw) - 1);
+	/* Not through pfs_conn_recv: the MAC starts from the whole header. */
+	err = pfs_xprt_recv_buf(c->xprt, raw + 1, sizeof(raw) - 1,
+				pfs_conn_timeo(c));
 	if (err)
 		return err;
 	err = pfs_header_decode(&h, raw, sizeof(raw));
@@ -411,6 +514,11 @@ static int pfs_conn_rx_frame(struct pfs_conn *c)
 		pr_warn_ratelimited("%s: malformed frame header (%d)\n",
 				    c->peer, err);
 		return -EBADMSG;
+	}
+	if (c->mac) {
+		err = pfs_mac_rx_begin(c->mac, raw);
+		if (err)
+			return err;
 	}
 	if (h.flags & PFS_FLAG_NOTIFY)
 		return pfs_conn_rx_notify(c, &h);
@@ -457,10 +565,52 @@ static int pfs_conn_register(struct pfs_conn *c)
 	return err;
 }
 
+/*
+ * The connection acts for our client id from now on: the token it hashes
+ * from, shown once per connection (BIND_CLIENT), before anything else.
+ */
+static int pfs_conn_bind(struct pfs_conn *c)
+{
+	struct pfs_client_token t;
+	struct pfs_client_bound b;
+	struct pfs_rpc rpc = { .type = PFS_MSG_BIND_CLIENT, .reply_max = 64 };
+	u8 buf[PFS_CLIENT_TOKEN_LEN];
+	struct pfs_xdr x;
+	int err;
+
+	memcpy(t.token, c->net->cfg.token, sizeof(t.token));
+	pfs_xdr_init_encode(&x, buf, sizeof(buf));
+	err = pfs_x_client_token(&x, &t);
+	memzero_explicit(&t, sizeof(t));
+	if (err)
+		return err;
+	rpc.req = buf;
+	rpc.req_len = x.pos;
+	err = pfs_conn_start(c, &rpc);
+	memzero_explicit(buf, sizeof(buf));
+	if (err)
+		return err;
+	err = pfs_rpc_wait(&rpc);
+	if (!err) {
+		pfs_xdr_init_decode(&x, rpc.reply, rpc.reply_len);
+		pfs_x_client_bound(&x, &b);
+		if (pfs_xdr_finish(&x) || b.client_id != c->net->cfg.client_id)
+			err = -EPROTO;
+	}
+	if (err)
+		pr_warn_ratelimited("%s: cannot bind our client id (%d)\n",
+				    c->peer, err);
+	pfs_rpc_release(&rpc);
+	return err;
+}
+
 static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 					   const struct sockaddr_storage *addr,
-					   const char *peer, bool mgmt)
+					   const char *peer,
+					   enum pfs_conn_kind kind)
 {
+	bool want_mac = kind != PFS_CONN_STORAGE || net->cfg.data_mac;
+	u8 session[PFS_AUTH_MAC_LEN];
 	const struct pfs_net_config *cfg = &net->cfg;
 	unsigned long deadline = jiffies +
 				 msecs_to_jiffies(cfg->connect_timeout_ms);
@@ -481,7 +631,7 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 	xa_init_flags(&c->reqs, XA_FLAGS_ALLOC);
 	INIT_LIST_HEAD(&c->link);
 	c->next_id = 2;		/* 1 is the handshake's */
-	c->mgmt = mgmt;
+	c->mgmt = kind == PFS_CONN_MGMT;
 	strscpy(c->peer, peer, sizeof(c->peer));
 	pfs_net_get(net);
 	c->net = net;
@@ -493,7 +643,14 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 		goto fail;
 	}
 	c->xprt = x;
-	err = pfs_auth_handshake(net, x, c->peer, deadline);
+	err = pfs_auth_handshake(net, x, c->peer, deadline, want_mac, session);
+	if (err == 1) {
+		c->mac = pfs_mac_create(session);
+		err = IS_ERR(c->mac) ? PTR_ERR(c->mac) : 0;
+		if (err)
+			c->mac = NULL;
+	}
+	memzero_explicit(session, sizeof(session));
 	if (err)
 		goto fail;
 	err = pfs_conn_register(c);
@@ -508,9 +665,15 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 	}
 	get_task_struct(c->rx);
 	wake_up_process(c->rx);
+	err = pfs_conn_bind(c);
+	if (err) {
+		pfs_conn_put(c);
+		return ERR_PTR(err);
+	}
 	return c;
 
 fail:
+	pfs_mac_destroy(c->mac);
 	if (c->xprt)
 		c->xprt->ops->destroy(c->xprt);
 	pfs_net_put(c->net);
@@ -523,10 +686,10 @@ fail:
 /* Writeback may need a connection: no allocation may recurse into it. */
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
 			       const struct sockaddr_storage *addr,
-			       const char *peer, bool mgmt)
+			       const char *peer, enum pfs_conn_kind kind)
 {
 	unsigned int nofs = memalloc_nofs_save();
-	struct pfs_conn *c = pfs_conn_open_nofs(net, addr, peer, mgmt);
+	struct pfs_conn *c = pfs_conn_open_nofs(net, addr, peer, kind);
 
 	memalloc_nofs_restore(nofs);
 	return c;
@@ -547,6 +710,7 @@ static void pfs_conn_release(struct kref *ref)
 	list_del(&c->link);
 	mutex_unlock(&net->conns_lock);
 	c->xprt->ops->destroy(c->xprt);
+	pfs_mac_destroy(c->mac);
 	WARN_ON_ONCE(!xa_empty(&c->reqs));
 	xa_destroy(&c->reqs);
 	kfree(c->scratch);

@@ -24,6 +24,7 @@
 #include <linux/inet.h>
 #include <linux/ktime.h>
 #include <linux/moduleparam.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
@@ -90,6 +91,9 @@ static int pfs_dbg_start(char *args)
 	char *path = strsep(&args, " ");
 	char *opt;
 	struct pfs_net *net;
+	size_t len = 0;
+	u8 *secret;
+	int err;
 
 	if (pfs_dbg_net)
 		return -EBUSY;
@@ -102,11 +106,17 @@ static int pfs_dbg_start(char *args)
 	cfg.conns_per_server = 2;
 	if (opt && kstrtouint(opt, 10, &cfg.conns_per_server))
 		return -EINVAL;
-	cfg.secret = pfs_dbg_read_secret(path, &cfg.secret_len);
-	if (IS_ERR(cfg.secret))
-		return PTR_ERR(cfg.secret);
+	secret = pfs_dbg_read_secret(path, &len);
+	if (IS_ERR(secret))
+		return PTR_ERR(secret);
+	err = pfs_auth_client_key(secret, len, cfg.key);
+	kfree_sensitive(secret);
+	if (err)
+		return err;
+	get_random_bytes(cfg.token, sizeof(cfg.token));
+	cfg.client_id = pfs_auth_client_id(cfg.token);
 	net = pfs_net_start(&cfg);
-	kfree_sensitive(cfg.secret);
+	memzero_explicit(&cfg, sizeof(cfg));
 	if (IS_ERR(net))
 		return PTR_ERR(net);
 	pfs_dbg_net = net;

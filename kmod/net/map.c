@@ -275,7 +275,7 @@ static int pfs_mgmt_connect(struct pfs_net *net)
 		return 0;
 	pfs_conn_put(net->mgmt);
 	net->mgmt = NULL;
-	c = pfs_conn_open(net, &net->cfg.mgmtd, net->mgmt_name, true);
+	c = pfs_conn_open(net, &net->cfg.mgmtd, net->mgmt_name, PFS_CONN_MGMT);
 	if (IS_ERR(c))
 		return PTR_ERR(c);
 	/* Subscribe before fetching: no change can fall in between. */

@@ -22,8 +22,7 @@ static void pfs_net_release(struct kref *ref)
 
 	WARN_ON_ONCE(!list_empty(&net->conns));
 	put_net(net->netns);
-	kfree_sensitive(net->secret);
-	kfree(net);
+	kfree_sensitive(net);
 }
 
 void pfs_net_put(struct pfs_net *net)
@@ -59,14 +58,8 @@ struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
 	net = kzalloc(sizeof(*net), GFP_KERNEL);
 	if (!net)
 		return ERR_PTR(-ENOMEM);
-	net->secret = kmemdup(cfg->secret, cfg->secret_len ?: 1, GFP_KERNEL);
-	if (!net->secret) {
-		kfree(net);
-		return ERR_PTR(-ENOMEM);
-	}
 	kref_init(&net->ref);
 	net->cfg = *cfg;
-	net->cfg.secret = net->secret;
 	if (!net->cfg.timeout_ms)
 		net->cfg.timeout_ms = PFS_DEF_TIMEOUT_MS;
 	if (!net->cfg.connect_timeout_ms)

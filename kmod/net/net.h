@@ -15,18 +15,22 @@
 #include <linux/types.h>
 #include <linux/uio.h>
 
+#include "pfs_proto.h"
+
 struct pfs_net;
 struct pfs_node;
 struct pfs_conn;
 
 struct pfs_net_config {
 	struct sockaddr_storage mgmtd;	/* address and port of pfs-mgmtd */
-	const u8 *secret;		/* shared secret, copied by pfs_net_start */
-	size_t secret_len;
+	u8 key[PFS_AUTH_MAC_LEN];	/* the client role's key */
+	u8 token[PFS_CLIENT_TOKEN_LEN];	/* client_id's (BIND_CLIENT) */
+	bool data_mac;			/* frame MACs to storage servers too */
 	unsigned int timeout_ms;	/* one request, send to reply */
 	unsigned int connect_timeout_ms; /* TCP connect plus handshake */
 	unsigned int conns_per_server;	/* connections in each server's pool */
-	u64 client_id;			/* header.client_id of every request */
+	u64 client_id;			/* of token: header.client_id of every
+					 * request */
 	/*
 	 * Unsolicited frames (PFS_FLAG_NOTIFY) other than MAP_CHANGED, which
 	 * the transport handles itself. Called from the receiving context
@@ -122,12 +126,13 @@ int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
 /* Frees the reply; rpc may be reused after it. */
 void pfs_rpc_release(struct pfs_rpc *rpc);
 
-/* net/auth.c: the handshake proofs (see common/cpp/auth_crypto.hpp). */
-int pfs_auth_client_proof(const u8 *secret, size_t secret_len,
-			  const u8 *server_nonce, const u8 *client_nonce,
-			  u8 *mac);
-int pfs_auth_server_proof(const u8 *secret, size_t secret_len,
-			  const u8 *client_nonce, const u8 *server_nonce,
-			  u8 *mac);
+/*
+ * net/auth.c. The client key from an auth file's content: the cluster
+ * secret's derivation, or the key of a "pfs-key-v1 client HEX" file
+ * (-EINVAL: another role's key, or malformed).
+ */
+int pfs_auth_client_key(const u8 *file, size_t len, u8 *key);
+/* The client id a token stands for (auth::client_id_of in user space). */
+u64 pfs_auth_client_id(const u8 *token);
 
 #endif /* PFS_NET_H */

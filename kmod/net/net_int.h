@@ -39,8 +39,7 @@ struct pfs_map;
 
 struct pfs_net {
 	struct kref ref;
-	struct pfs_net_config cfg;	/* cfg.secret points at secret */
-	u8 *secret;
+	struct pfs_net_config cfg;
 	struct net *netns;		/* of the mounting task */
 	const struct pfs_xprt_ops *ops;
 	unsigned long flags;		/* enum pfs_net_flags */
@@ -77,6 +76,7 @@ struct pfs_conn {
 	bool mgmt;			/* the link to mgmtd */
 	struct list_head link;		/* in net->conns */
 	u8 *scratch;			/* rx thread only */
+	struct pfs_frame_mac *mac;	/* NULL: frames carry no MAC */
 	unsigned long rx_deadline;	/* rx thread: current frame's end */
 	char peer[PFS_PEER_MAX];
 };
@@ -103,9 +103,14 @@ void pfs_net_put(struct pfs_net *net);
 int pfs_net_check(struct pfs_net *net);
 
 /* conn.c */
+enum pfs_conn_kind {
+	PFS_CONN_MGMT,		/* the link to mgmtd */
+	PFS_CONN_META,
+	PFS_CONN_STORAGE,
+};
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
 			       const struct sockaddr_storage *addr,
-			       const char *peer, bool mgmt);
+			       const char *peer, enum pfs_conn_kind kind);
 void pfs_conn_put(struct pfs_conn *c);
 /* Fails every request on c with err and makes later ones fail. */
 void pfs_conn_kill(struct pfs_conn *c, int err);
@@ -114,8 +119,8 @@ void pfs_conn_kill(struct pfs_conn *c, int err);
  * anything was sent (another connection may be tried).
  */
 int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc);
-void pfs_frame_header(struct pfs_net *net, u16 type, u64 request_id,
-		      u32 payload_len, u8 *out);
+void pfs_frame_header(struct pfs_net *net, u16 type, u32 flags,
+		      u64 request_id, u32 payload_len, u8 *out);
 
 static inline void pfs_conn_get(struct pfs_conn *c)
 {
@@ -143,9 +148,29 @@ static inline int pfs_xprt_recv_buf(struct pfs_xprt *x, void *buf, size_t len,
 	return x->ops->recv(x, &it, timeout);
 }
 
-/* auth.c: proves both sides know the secret; -EACCES when they do not. */
+/*
+ * auth.c: proves both sides know the client key; -EACCES when they do not.
+ * Returns 0, or 1 when frames carry MACs from now on: then session holds
+ * their key (PFS_AUTH_MAC_LEN bytes).
+ */
 int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
-		       const char *peer, unsigned long deadline);
+		       const char *peer, unsigned long deadline, bool want_mac,
+		       u8 *session);
+
+/* mac.c: frame MACs under a session key (NULL-safe destroy). */
+struct pfs_frame_mac;
+struct pfs_frame_mac *pfs_mac_create(const u8 *session);
+void pfs_mac_destroy(struct pfs_frame_mac *m);
+/* The tag of the next frame sent: head[0] the header, then the rest. */
+int pfs_mac_seal(struct pfs_frame_mac *m, const struct kvec *head,
+		 unsigned int nhead, const struct iov_iter *data, u8 *tag);
+/* The next frame received: its header, its payload, then its tag. */
+int pfs_mac_rx_begin(struct pfs_frame_mac *m, const u8 *hdr);
+int pfs_mac_rx_update(struct pfs_frame_mac *m, const void *buf, size_t len);
+int pfs_mac_rx_update_iter(struct pfs_frame_mac *m, const struct iov_iter *it,
+			   size_t len);
+/* -EBADMSG when tag is not the frame's. */
+int pfs_mac_rx_check(struct pfs_frame_mac *m, const u8 *tag);
 
 /* node.c */
 struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,

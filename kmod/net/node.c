@@ -112,7 +112,9 @@ static struct pfs_conn *pfs_node_grow(struct pfs_node *node)
 	struct pfs_conn *c, *old = NULL;
 	unsigned int i;
 
-	c = pfs_conn_open(node->net, &node->addr, node->name, false);
+	c = pfs_conn_open(node->net, &node->addr, node->name,
+			  node->type == PFS_NODE_META ? PFS_CONN_META :
+							PFS_CONN_STORAGE);
 	if (IS_ERR(c)) {
 		int err = PTR_ERR(c);
 

@@ -29,7 +29,9 @@ struct MetaServer {
         auto r = Uring::create();
         if (!r) return r.error();
         ring = std::move(*r);
-        cluster = std::make_unique<client::Cluster>(ctx.io.get_executor(), ctx.mgmtd, ctx.secret);
+        ClientConfig as_server;
+        as_server.role = auth::Role::server;
+        cluster = std::make_unique<client::Cluster>(ctx.io.get_executor(), ctx.mgmtd, ctx.secret, as_server);
         cluster->on_refresh([this] { chooser.update(cluster->targets()); });
         double timeout_s = ctx.options.get<double>("session-timeout");
         if (!(timeout_s >= 0.1 && timeout_s <= 86400))
@@ -37,8 +39,16 @@ struct MetaServer {
         auto session_timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
         auto placement = meta::DirPlacement::parse(ctx.options.get<std::string>("dir-placement"));
         if (!placement) return placement.error();
+        meta::ClientPolicySettings squash;
+        squash.trusted = ctx.options.get<std::string>("trusted-clients");
+        squash.root_squash = ctx.options.get<bool>("root-squash");
+        squash.all_squash = ctx.options.get<std::string>("all-squash-clients");
+        squash.anon_uid = ctx.options.get<uint32_t>("anon-uid");
+        squash.anon_gid = ctx.options.get<uint32_t>("anon-gid");
+        auto policy = meta::ClientPolicy::create(squash);
+        if (!policy) return policy.error();
         service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout,
-                                                  meta::DirPlacement(*placement));
+                                                  meta::DirPlacement(*placement), std::move(*policy));
         service->install();
         // Not a coroutine itself: the lambda may be gone before the work ends.
         ctx.before_stop = [this] { return service->flush_deletions(); };
@@ -87,13 +97,26 @@ struct MetaServer {
 
 int main(int argc, char** argv) {
     const ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
-                            "/var/lib/pfs/meta", false, [](Options& options) {
+                            "/var/lib/pfs/meta", false, true, [](Options& options) {
                                 options.add()("session-timeout", po::value<double>()->default_value(30),
                                               "seconds a client may stay silent before its locks are "
                                               "released and its open files closed");
                                 options.add()("dir-placement", po::value<std::string>()->default_value("spread"),
                                               "where new directories go: 'spread' over the ONLINE metadata "
                                               "servers with free space, or 'local' (with their parent)");
+                                const meta::ClientPolicySettings d;
+                                options.add()
+                                    ("trusted-clients", po::value<std::string>()->default_value(d.trusted),
+                                     "client networks (ADDR[/BITS], comma-separated) whose root is root; "
+                                     "root elsewhere acts as anon-uid (root-squash)")
+                                    ("root-squash", po::value<bool>()->default_value(d.root_squash),
+                                     "map uid and gid 0 of clients outside trusted-clients to anon-uid/anon-gid")
+                                    ("all-squash-clients", po::value<std::string>()->default_value(d.all_squash),
+                                     "client networks every user of which acts as anon-uid/anon-gid")
+                                    ("anon-uid", po::value<uint32_t>()->default_value(d.anon_uid),
+                                     "the uid squashed users act as")
+                                    ("anon-gid", po::value<uint32_t>()->default_value(d.anon_gid),
+                                     "the gid squashed users act as");
                             }};
     bool failed = false;
     auto install = [&failed](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) -> Result<DaemonParts> {

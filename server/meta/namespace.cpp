@@ -212,24 +212,22 @@ Result<std::vector<std::string>> Namespace::list_xattrs(const pfs_entry_id& id) 
     return names;
 }
 
-Status Namespace::may_access(const pfs_entry_id& id, uint32_t uid, std::span<const uint32_t> gids,
-                             int mask) const {
-    if (mask & ~(R_OK | W_OK | X_OK)) return fail(-EINVAL, "unknown access mask bits");
+Status Namespace::may_access(const pfs_entry_id& id, const Caller& c, int mask) const {
     auto node = find(id);
     if (!node) return node.error();
-    const Attr& a = (*node)->attr;
-    auto want = static_cast<uint32_t>(mask);
-    // Root may read and write anything, but executes only what someone may
-    // execute (directories are always searchable).
-    if (uid == 0) {
-        if (!(want & X_OK) || (*node)->is_dir() || (a.mode & 0111)) return ok_status();
-        return fail(-EACCES, "no execute bit set");
-    }
-    uint32_t bits = a.mode;
-    if (uid == a.uid) bits >>= 6;
-    else if (std::find(gids.begin(), gids.end(), a.gid) != gids.end()) bits >>= 3;
-    if ((bits & want) != want) return fail(-EACCES, "permission denied");
-    return ok_status();
+    return meta::may_access((*node)->attr, (*node)->xattrs, c, mask);
+}
+
+Status Namespace::may_setattr(const pfs_entry_id& id, const Caller& c, AttrChanges& changes, bool times_now) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    return meta::may_setattr((*node)->attr, (*node)->xattrs, c, changes, times_now);
+}
+
+Status Namespace::may_xattr(const pfs_entry_id& id, const Caller& c, std::string_view name, bool write) const {
+    auto node = find(id);
+    if (!node) return node.error();
+    return meta::may_xattr((*node)->attr, (*node)->xattrs, c, name, write);
 }
 
 Counts Namespace::counts() const {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "access.hpp"
 #include "entry_key.hpp"
 #include "inode.hpp"
 #include "namespace_ops.hpp"
@@ -122,9 +123,10 @@ public:
     Result<DirPage> readdir(const pfs_entry_id& dir, uint64_t cookie, uint32_t max_entries) const;
     Result<std::string> get_xattr(const pfs_entry_id& id, std::string_view name) const;
     Result<std::vector<std::string>> list_xattrs(const pfs_entry_id& id) const;
-    // Unix permission check of mask (R_OK | W_OK | X_OK) for a caller whose
-    // groups (primary included) are gids: -EACCES when refused. No ACLs.
-    Status may_access(const pfs_entry_id& id, uint32_t uid, std::span<const uint32_t> gids, int mask) const;
+    // Permission checks (access.hpp) against an inode of this server.
+    Status may_access(const pfs_entry_id& id, const Caller& c, int mask) const;
+    Status may_setattr(const pfs_entry_id& id, const Caller& c, AttrChanges& changes, bool times_now) const;
+    Status may_xattr(const pfs_entry_id& id, const Caller& c, std::string_view name, bool write) const;
     Counts counts() const;
     // Inodes with no links left (unlinked while open, or left so by a crash).
     std::vector<pfs_entry_id> orphans() const;

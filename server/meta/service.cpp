@@ -1,11 +1,14 @@
 #include "service.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <chrono>
 
 #include "log.hpp"
+#include "namespace_checks.hpp"
 #include "service_helpers.hpp"
 #include "wire_convert.hpp"
 
@@ -32,7 +35,7 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
 }  // namespace
 
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
-                 std::chrono::milliseconds session_timeout, DirPlacement placement)
+                 std::chrono::milliseconds session_timeout, DirPlacement placement, ClientPolicy policy)
     : ex_(ex),
       server_(server),
       cluster_(cluster),
@@ -40,7 +43,8 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
       reaper_(ex, cluster),
       chooser_(chooser),
       sessions_(session_timeout),
-      placement_(placement) {}
+      placement_(placement),
+      policy_(std::move(policy)) {}
 
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
@@ -147,9 +151,76 @@ void Service::delete_chunks(FreedFile freed) {
     reaper_.remove(freed.layout, freed.id);
 }
 
+Caller Service::caller(const Request& req) const {
+    return policy_.caller(req.frame.header.uid, req.frame.header.gid, req.groups, req.conn->peer_address(), req.role);
+}
+
+Status Service::allowed(const Request& req, const pfs_entry_id& id, int mask) const {
+    return ns_->may_access(id, caller(req), mask);
+}
+
+int Service::open_mask(uint32_t flags) {
+    int mask = 0;
+    switch (flags & O_ACCMODE) {
+        case O_WRONLY: mask = W_OK; break;
+        case O_RDWR: mask = R_OK | W_OK; break;
+        default: mask = R_OK; break;
+    }
+    if (flags & O_TRUNC) mask |= W_OK;
+    return mask;
+}
+
+awaitable<Status> Service::may_remove(const Request& req, const pfs_entry_id& dir, const pfs_entry_id& id) {
+    const Caller who = caller(req);
+    if (auto st = ns_->may_access(dir, who, W_OK | X_OK); !st) co_return st;
+    auto dir_attr = ns_->getattr(dir);
+    if (!dir_attr) co_return dir_attr.error();
+    if (!(dir_attr->mode & S_ISVTX)) co_return ok_status();
+    uint32_t owner = 0;
+    if (ns_->is_local(id)) {
+        auto a = ns_->getattr(id);
+        if (!a) co_return a.error();
+        owner = a->uid;
+    } else {
+        auto body = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_GETATTR, encode(pfs_x_entry_id, id));
+        if (!body) co_return body.error();
+        auto a = decode(*body, pfs_x_attr);
+        if (!a) co_return Error{PFS_E_PROTO, "bad GETATTR reply"};
+        owner = a->uid;
+    }
+    co_return may_unlink_from(*dir_attr, owner, who);
+}
+
+awaitable<Status> Service::may_rename(const Request& req, const pfs_rename& m) {
+    // "." and "..": the namespace gives the errors rename(2) gives.
+    if (is_dot(m.src_name) || is_dot(m.dst_name)) co_return ok_status();
+    const Caller who = caller(req);
+    if (auto st = ns_->may_access(m.src_dir, who, X_OK); !st) co_return st;
+    auto src = ns_->resolve(m.src_dir, m.src_name);
+    if (!src) co_return ok_status();  // rename says ENOENT
+    if (auto st = co_await may_remove(req, m.src_dir, src->id); !st) co_return st;
+    if (ns_->is_local(m.dst_dir)) {
+        auto dst = ns_->resolve(m.dst_dir, m.dst_name);
+        auto st = dst ? co_await may_remove(req, m.dst_dir, dst->id) : ns_->may_access(m.dst_dir, who, W_OK | X_OK);
+        if (!st) co_return st;
+    }
+    // A directory's ".." changes: W on it (its owner checks one of another
+    // server's at MOVE PREPARE when the move crosses servers).
+    if (src->type == DT_DIR && !same_id(m.src_dir, m.dst_dir) && ns_->is_local(m.dst_dir)) {
+        if (ns_->is_local(src->id)) co_return ns_->may_access(src->id, who, W_OK);
+        auto body = co_await cluster_.call_meta_ok(src->id.owner_node, PFS_MSG_GETATTR, encode(pfs_x_entry_id, src->id));
+        if (!body) co_return body.error();
+        auto a = decode(*body, pfs_x_attr);
+        if (!a) co_return Error{PFS_E_PROTO, "bad GETATTR reply"};
+        co_return meta::may_access(from_wire(*a), Xattrs{}, who, W_OK);
+    }
+    co_return ok_status();
+}
+
 awaitable<Reply> Service::on_lookup(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_LOOKUP);
+    if (auto st = allowed(req, m->dir, X_OK); !st) co_return Reply::from(st.error());
     auto slot = ns_->resolve(m->dir, m->name);
     // A negative answer is cached too: the directory is watched either way.
     watched(req, m->dir);
@@ -173,9 +244,22 @@ awaitable<Reply> Service::on_getattr(Request& req) {
 awaitable<Reply> Service::on_create(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_CREATE);
+    const Caller who = caller(req);
+    // An existing file is looked up and opened (X on the directory, the
+    // open's permissions on the file); a new name needs W and X.
+    auto existing = ns_->resolve(m->dir, m->name);
+    if (existing && !(m->flags & PFS_CREATE_EXCL)) {
+        if (auto st = ns_->may_access(m->dir, who, X_OK); !st) co_return Reply::from(st.error());
+        if ((m->flags & PFS_CREATE_OPEN) && ns_->is_local(existing->id) && existing->type == DT_REG) {
+            const int mask = (m->flags & PFS_CREATE_WRITE) ? ((m->flags & PFS_CREATE_READ) ? R_OK | W_OK : W_OK) : R_OK;
+            if (auto st = ns_->may_access(existing->id, who, mask); !st) co_return Reply::from(st.error());
+        }
+    } else if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) {
+        co_return Reply::from(st.error());
+    }
     auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
     auto create = [&] {
-        return ns_->create(m->dir, m->name, m->mode, req.frame.header.uid, req.frame.header.gid, now(), choose,
+        return ns_->create(m->dir, m->name, m->mode, who.uid, who.gid, now(), choose,
                            (m->flags & PFS_CREATE_EXCL) != 0);
     };
     auto created = create();
@@ -212,6 +296,7 @@ awaitable<void> Service::reload_targets() {
 awaitable<Reply> Service::on_mkdir(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_MKDIR);
+    if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());
     co_return co_await make_dir(req, m->dir, m->name, m->mode, 0);
 }
 
@@ -219,8 +304,9 @@ awaitable<Reply> Service::on_symlink(Request& req) {
     auto m = std::make_unique<pfs_symlink>();
     if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); }))
         co_return malformed(PFS_MSG_SYMLINK);
-    co_return co_await added_reply(req, m->dir,
-        ns_->symlink(m->dir, m->name, m->target, req.frame.header.uid, req.frame.header.gid, now()));
+    const Caller who = caller(req);
+    if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
+    co_return co_await added_reply(req, m->dir, ns_->symlink(m->dir, m->name, m->target, who.uid, who.gid, now()));
 }
 
 awaitable<Reply> Service::on_readlink(Request& req) {
@@ -238,13 +324,19 @@ awaitable<Reply> Service::on_link(Request& req) {
     if (!m) co_return malformed(PFS_MSG_LINK);
     if (!ns_->is_local(m->id) || !ns_->is_local(m->dir))
         co_return Reply::fail(EXDEV, "a hard link must be on the file's own metadata server");
+    if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());
     co_return co_await added_reply(req, m->dir, ns_->link(m->id, m->dir, m->name, now()));
 }
 
 awaitable<Reply> Service::on_unlink(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_UNLINK);
-    if (auto slot = ns_->resolve(m->dir, m->name); slot && !ns_->is_local(slot->id) && slot->type != DT_DIR)
+    auto slot = ns_->resolve(m->dir, m->name);
+    if (slot) {
+        if (auto st = co_await may_remove(req, m->dir, slot->id); !st) co_return Reply::from(st.error());
+        slot = ns_->resolve(m->dir, m->name);  // the check may have waited
+    }
+    if (slot && !ns_->is_local(slot->id) && slot->type != DT_DIR)
         co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
     auto out = ns_->unlink(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
@@ -257,8 +349,12 @@ awaitable<Reply> Service::on_unlink(Request& req) {
 awaitable<Reply> Service::on_rmdir(Request& req) {
     auto m = body(req, pfs_x_name_req);
     if (!m) co_return malformed(PFS_MSG_RMDIR);
-    if (auto slot = ns_->resolve(m->dir, m->name);
-        slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
+    auto slot = ns_->resolve(m->dir, m->name);
+    if (slot && !is_dot(m->name)) {
+        if (auto st = co_await may_remove(req, m->dir, slot->id); !st) co_return Reply::from(st.error());
+        slot = ns_->resolve(m->dir, m->name);  // the check may have waited
+    }
+    if (slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
         co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
@@ -273,6 +369,7 @@ awaitable<Reply> Service::on_rename(Request& req) {
     if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_rename(x, m.get()); }))
         co_return malformed(PFS_MSG_RENAME);
     if (!ns_->is_local(m->src_dir)) co_return Reply::fail(EXDEV, "the source directory is on another metadata server");
+    if (auto st = co_await may_rename(req, *m); !st) co_return Reply::from(st.error());
     if (!ns_->is_local(m->dst_dir)) co_return co_await move_across(req, *m);
     // An entry this server is moving away or removing stays put until done.
     for (auto [dir, name] : {std::pair{m->src_dir, m->src_name}, std::pair{m->dst_dir, m->dst_name}}) {
@@ -298,18 +395,26 @@ awaitable<Reply> Service::on_rename(Request& req) {
 awaitable<Reply> Service::on_setattr(Request& req) {
     auto m = body(req, pfs_x_setattr);
     if (!m) co_return malformed(PFS_MSG_SETATTR);
+    const Timespec stamp = now();
     AttrChanges changes;
     if (m->valid & PFS_SET_MODE) changes.mode = m->mode;
     if (m->valid & PFS_SET_UID) changes.uid = m->uid;
     if (m->valid & PFS_SET_GID) changes.gid = m->gid;
-    if (m->valid & PFS_SET_ATIME) changes.atime = from_wire(m->atime);
-    if (m->valid & PFS_SET_MTIME) changes.mtime = from_wire(m->mtime);
+    if (m->valid & PFS_SET_ATIME)
+        changes.atime = (m->valid & PFS_SET_ATIME_NOW) ? stamp : from_wire(m->atime);
+    if (m->valid & PFS_SET_MTIME)
+        changes.mtime = (m->valid & PFS_SET_MTIME_NOW) ? stamp : from_wire(m->mtime);
+    const bool explicit_time = ((m->valid & PFS_SET_ATIME) && !(m->valid & PFS_SET_ATIME_NOW)) ||
+                               ((m->valid & PFS_SET_MTIME) && !(m->valid & PFS_SET_MTIME_NOW));
     auto current = ns_->getattr(m->id);
     if (!current) co_return Reply::from(current.error());
+    if (m->valid & (PFS_SET_SIZE | PFS_SET_SIZE_EXTEND)) changes.size = m->size;
+    // Checked (and adjusted: set-ID bits) before anything is cut.
+    if (auto st = ns_->may_setattr(m->id, caller(req), changes, !explicit_time); !st) co_return Reply::from(st.error());
     if (m->valid & PFS_SET_SIZE_EXTEND) {
+        changes.size.reset();
         if (m->size > current->size) changes.size = m->size;
     } else if (m->valid & PFS_SET_SIZE) {
-        changes.size = m->size;
         // Cut the chunks, durably, before the new size is committed: a
         // crash in between leaves zeros past the old end, never old data
         // that a later extension would expose. Always, not only below the
@@ -320,7 +425,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
             if (!st) co_return Reply::from(st.error());
         }
     }
-    auto out = ns_->setattr(m->id, changes, now());
+    auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
@@ -329,6 +434,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
 awaitable<Reply> Service::on_readdir(Request& req) {
     auto m = body(req, pfs_x_readdir);
     if (!m) co_return malformed(PFS_MSG_READDIR);
+    if (auto st = allowed(req, m->dir, R_OK); !st) co_return Reply::from(st.error());
     auto page = ns_->readdir(m->dir, m->cookie, m->max_entries);
     if (!page) co_return Reply::from(page.error());
     watched(req, m->dir);
@@ -350,6 +456,7 @@ awaitable<Reply> Service::on_open(Request& req) {
     if (!m) co_return malformed(PFS_MSG_OPEN);
     auto attr = ns_->getattr(m->id);
     if (!attr) co_return Reply::from(attr.error());
+    if (auto st = allowed(req, m->id, open_mask(m->flags)); !st) co_return Reply::from(st.error());
     watched(req, m->id);
     co_return opened_reply(req, *attr);
 }
@@ -365,6 +472,7 @@ Reply Service::opened_reply(const Request& req, const Attr& attr) {
 awaitable<Reply> Service::on_open_name(Request& req) {
     auto m = body(req, pfs_x_open_name);
     if (!m) co_return malformed(PFS_MSG_OPEN_NAME);
+    if (auto st = allowed(req, m->dir, X_OK); !st) co_return Reply::from(st.error());
     auto slot = ns_->resolve(m->dir, m->name);
     watched(req, m->dir);
     if (!slot) co_return Reply::from(slot.error());
@@ -375,6 +483,7 @@ awaitable<Reply> Service::on_open_name(Request& req) {
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
+    if (auto st = allowed(req, attr->id, open_mask(m->flags)); !st) co_return Reply::from(st.error());
     co_return opened_reply(req, *attr);
 }
 
@@ -405,6 +514,7 @@ awaitable<Reply> Service::on_close_many(Request& req) {
 awaitable<Reply> Service::on_getxattr(Request& req) {
     auto m = body(req, pfs_x_xattr_req);
     if (!m) co_return malformed(PFS_MSG_GETXATTR);
+    if (auto st = ns_->may_xattr(m->id, caller(req), m->name, false); !st) co_return Reply::from(st.error());
     auto value = ns_->get_xattr(m->id, m->name);
     if (!value) co_return Reply::from(value.error());
     co_return Reply::ok(Bytes(value->begin(), value->end()));
@@ -418,6 +528,11 @@ awaitable<Reply> Service::on_setxattr(Request& req) {
     if (pfs_x_xattr_req(&x, &m) || payload.size() - x.pos > PFS_XATTR_VALUE_MAX)
         co_return malformed(PFS_MSG_SETXATTR);
     std::string value(payload.begin() + x.pos, payload.end());
+    const std::string_view name = m.name;
+    if (auto may = ns_->may_xattr(m.id, caller(req), name, true); !may) co_return Reply::from(may.error());
+    if (name == kAclAccess || name == kAclDefault) {
+        if (auto valid = check_acl(value, name == kAclDefault); !valid) co_return Reply::from(valid.error());
+    }
     auto st = ns_->set_xattr(m.id, m.name, value, m.flags, now());
     if (st) changed(req, std::span<const pfs_entry_id>(&m.id, 1));
     co_return co_await finish(ok_empty(st));
@@ -428,8 +543,10 @@ awaitable<Reply> Service::on_listxattr(Request& req) {
     if (!m) co_return malformed(PFS_MSG_LISTXATTR);
     auto names = ns_->list_xattrs(*m);
     if (!names) co_return Reply::from(names.error());
+    const Caller who = caller(req);
     Bytes out;
     for (const auto& n : *names) {
+        if (!lists_xattr(n, who)) continue;
         out.insert(out.end(), n.begin(), n.end());
         out.push_back(0);
     }
@@ -439,6 +556,7 @@ awaitable<Reply> Service::on_listxattr(Request& req) {
 awaitable<Reply> Service::on_removexattr(Request& req) {
     auto m = body(req, pfs_x_xattr_req);
     if (!m) co_return malformed(PFS_MSG_REMOVEXATTR);
+    if (auto may = ns_->may_xattr(m->id, caller(req), m->name, true); !may) co_return Reply::from(may.error());
     auto st = ns_->remove_xattr(m->id, m->name, now());
     if (st) changed(req, std::span<const pfs_entry_id>(&m->id, 1));
     co_return co_await finish(ok_empty(st));
@@ -468,6 +586,10 @@ awaitable<Reply> Service::on_get_pattern(Request& req) {
 awaitable<Reply> Service::on_set_pattern(Request& req) {
     auto m = body(req, pfs_x_set_pattern);
     if (!m) co_return malformed(PFS_MSG_SET_PATTERN);
+    auto dir = ns_->getattr(m->dir);
+    if (!dir) co_return Reply::from(dir.error());
+    if (const Caller who = caller(req); !who.root() && who.uid != dir->uid)
+        co_return Reply::fail(EPERM, "only the directory's owner may change its stripe pattern");
     co_return co_await finish(ok_empty(ns_->set_pattern(m->dir, from_wire(m->pattern), now())));
 }
 

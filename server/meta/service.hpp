@@ -14,6 +14,7 @@
 
 #include "callbacks.hpp"
 #include "chunk_reaper.hpp"
+#include "client_policy.hpp"
 #include "cluster.hpp"
 #include "dir_placement.hpp"
 #include "entry_key.hpp"
@@ -35,7 +36,7 @@ public:
 
     Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
             std::chrono::milliseconds session_timeout = kDefaultSessionTimeout,
-            DirPlacement placement = DirPlacement{});
+            DirPlacement placement = DirPlacement{}, ClientPolicy policy = ClientPolicy{});
 
     // Handlers answer -EAGAIN until the namespace is attached (after the
     // node is registered and its store recovered).
@@ -117,7 +118,22 @@ private:
     std::optional<RemoteParent> settled_in(const pfs_entry_id& dir) const;
     // MOVE to the owner of id.
     awaitable<Status> tell_owner(const pfs_entry_id& id, const pfs_entry_id& from, const pfs_entry_id& to,
-                                 uint8_t phase);
+                                 uint8_t phase, const Credentials* as = nullptr);
+
+    // Whom a request acts for (squashed as the client policy says), and
+    // the checks of its permissions on an inode here.
+    Caller caller(const Request& req) const;
+    Status allowed(const Request& req, const pfs_entry_id& id, int mask) const;
+    // W and X on dir, and the sticky rule for removing its entry naming id
+    // (an inode here or on another server: its owner says who owns it).
+    awaitable<Status> may_remove(const Request& req, const pfs_entry_id& dir, const pfs_entry_id& id);
+    // RENAME's permissions here: W and X on the source directory and, when
+    // it is ours, the target's (its own server checks a target directory
+    // of another, at REMOTE_LINK), the sticky rule for the entry moved and
+    // one it replaces, and W on a directory that changes parent.
+    awaitable<Status> may_rename(const Request& req, const pfs_rename& m);
+    // What an open with these O_* flags needs: R_OK and/or W_OK.
+    static int open_mask(uint32_t flags);
 
     // Opens made and closed on behalf of a client's session (client 0: none).
     Status open_for(uint64_t client, const pfs_entry_id& id);
@@ -168,6 +184,7 @@ private:
     LockTable locks_;
     Callbacks callbacks_;
     DirPlacement placement_;
+    ClientPolicy policy_;
     // Cross-server operations under way, for ENTRY_CHECK's answers:
     // MKDIR_DETACHED requests per server; inodes whose entries here are
     // being removed or moved away.

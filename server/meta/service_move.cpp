@@ -45,9 +45,9 @@ constexpr int kMaxDepth = 4096;
 }  // namespace
 
 awaitable<Status> Service::tell_owner(const pfs_entry_id& id, const pfs_entry_id& from, const pfs_entry_id& to,
-                                      uint8_t phase) {
+                                      uint8_t phase, const Credentials* as) {
     pfs_move mv{id, from, to, phase};
-    auto r = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_MOVE, encode(pfs_x_move, mv));
+    auto r = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_MOVE, encode(pfs_x_move, mv), 0, as);
     if (!r) co_return r.error();
     co_return ok_status();
 }
@@ -98,13 +98,19 @@ awaitable<Reply> Service::move_across(const Request& req, const pfs_rename& m) {
     if (type == DT_DIR) {
         if (auto st = co_await check_not_below(id, m.dst_dir); !st) co_return Reply::from(st.error());
     }
+    // The other servers check what is theirs for the client.
+    const Caller who = caller(req);
+    const Credentials as{who.uid, who.gid, who.groups};
+    if (local && type == DT_DIR) {
+        if (auto st = ns_->may_access(id, who, W_OK); !st) co_return Reply::from(st.error());
+    }
 
     // 1. The owner records the move.
     const RemoteParent moving{.dir = m.dst_dir, .state = PFS_DETACHED_MOVING, .from = m.src_dir};
     if (local) {
         if (auto st = ns_->set_remote(id, moving); !st) co_return Reply::from(st.error());
         if (auto st = co_await durable_(); !st) co_return Reply::from(st.error());
-    } else if (auto st = co_await tell_owner(id, m.src_dir, m.dst_dir, PFS_MOVE_PREPARE); !st) {
+    } else if (auto st = co_await tell_owner(id, m.src_dir, m.dst_dir, PFS_MOVE_PREPARE, &as); !st) {
         // Recorded or not, the move has not begun; a record left is settled.
         co_return Reply::from(st.error());
     }
@@ -113,7 +119,7 @@ awaitable<Reply> Service::move_across(const Request& req, const pfs_rename& m) {
     pfs_remote_link link{m.dst_dir, {}, id, type, (m.flags & kRenameNoReplace) ? PFS_REMOTE_LINK_NOREPLACE : 0u};
     if (!set_field(link.name, m.dst_name)) co_return Reply::fail(ENAMETOOLONG, "name too long");
     auto linked = co_await cluster_.call_meta_ok(m.dst_dir.owner_node, PFS_MSG_REMOTE_LINK,
-                                                 encode(pfs_x_remote_link, link));
+                                                 encode(pfs_x_remote_link, link), 0, &as);
     if (!linked) {
         if (outcome_unknown(linked.error())) {
             log::warn("move across metadata servers left to settle", {{"ino", id.ino}, {"error", linked.error().message}});
@@ -171,6 +177,8 @@ awaitable<Reply> Service::on_move(Request& req) {
                 st = Error{-EBUSY, "the inode is being moved or removed"};
             else if (now_at->dir.owner_node != m->from.owner_node || ns_->is_local(m->from))
                 st = Error{-EINVAL, "the inode's entry is not on the requester's server"};
+            else if (auto a = ns_->getattr(m->id); a && S_ISDIR(a->mode) && !(st = allowed(req, m->id, W_OK)))
+                break;  // its ".." changes: the client must be allowed to write it
             else
                 st = ns_->set_remote(m->id, RemoteParent{.dir = m->to, .state = PFS_DETACHED_MOVING, .from = m->from});
             break;
@@ -193,6 +201,11 @@ awaitable<Reply> Service::on_move(Request& req) {
 awaitable<Reply> Service::on_remote_link(Request& req) {
     auto m = body(req, pfs_x_remote_link);
     if (!m) co_return malformed(PFS_MSG_REMOTE_LINK);
+    // For the client the moving server forwards: W and X here, and the
+    // sticky rule for an entry it replaces.
+    auto existing = ns_->resolve(m->dir, m->name);
+    auto may = existing ? co_await may_remove(req, m->dir, existing->id) : allowed(req, m->dir, W_OK | X_OK);
+    if (!may) co_return Reply::from(may.error());
     auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, (m->flags & PFS_REMOTE_LINK_NOREPLACE) != 0, now());
     if (!out) co_return Reply::from(out.error());
     std::vector<pfs_entry_id> ids{m->dir, m->id};

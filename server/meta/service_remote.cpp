@@ -58,20 +58,21 @@ awaitable<Reply> Service::on_mkdir_on(Request& req) {
     if (m->node != 0) {
         if (auto st = DirPlacement::check(m->node, cluster_.meta_nodes()); !st) co_return Reply::from(st.error());
     }
+    if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());
     co_return co_await make_dir(req, m->dir, m->name, m->mode, m->node);
 }
 
 awaitable<Reply> Service::make_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
                                    uint32_t mode, uint32_t node) {
     const uint32_t self = ns_->owner_node();
+    const Caller who = caller(req);
     if (node == 0) node = placement_.choose(self, cluster_.meta_nodes());
     if (node != self) {
-        auto plan = ns_->plan_dir(dir, name, mode, req.frame.header.uid, req.frame.header.gid);
+        auto plan = ns_->plan_dir(dir, name, mode, who.uid, who.gid);
         if (!plan) co_return Reply::from(plan.error());
         co_return co_await make_remote_dir(req, dir, name, *plan, node);
     }
-    co_return co_await added_reply(req, dir,
-                                   ns_->mkdir(dir, name, mode, req.frame.header.uid, req.frame.header.gid, now()));
+    co_return co_await added_reply(req, dir, ns_->mkdir(dir, name, mode, who.uid, who.gid, now()));
 }
 
 awaitable<Reply> Service::make_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,

@@ -18,6 +18,10 @@ inline pfs_attr to_wire(const Attr& a) {
     return pfs_attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime)};
 }
 
+inline Attr from_wire(const pfs_attr& a) {
+    return Attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, from_wire(a.atime), from_wire(a.mtime), from_wire(a.ctime)};
+}
+
 inline pfs_layout to_wire(const StripeLayout& l) {
     pfs_layout w{};
     w.chunk_size = l.chunk_size;

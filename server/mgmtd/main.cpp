@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
         ("inodes-low-pct", po::value<double>()->default_value(10.0), "free inodes below which a target is 'low'")
         ("inodes-emergency-pct", po::value<double>()->default_value(3.0),
          "free inodes below which a target is 'emergency'");
+    daemon::add_server_options(options, true);
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
 
     mgmtd::Settings settings;
@@ -57,12 +58,17 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    auto config = daemon::server_config(options, ServerConfig{});
+    if (!config) {
+        log::error(config.error().message);
+        return 2;
+    }
+    config->host = options.get<std::string>("listen");
+    config->port = options.get<uint16_t>("port");
+    config->max_payload = 1u << 20;  // management messages are small
+    daemon::raise_file_limit();
     EventLoop io;
-    ServerConfig config;
-    config.host = options.get<std::string>("listen");
-    config.port = options.get<uint16_t>("port");
-    config.max_payload = 1u << 20;  // management messages are small
-    RpcServer server(io, config, std::move(*secret));
+    RpcServer server(io, *config, std::move(*secret));
     server.set_identity(0, PFS_NODE_MGMT);
     auto evaluate_every = std::clamp(settings.probably_offline_after / 8, std::chrono::milliseconds(50),
                                      std::chrono::milliseconds(1000));

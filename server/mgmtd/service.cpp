@@ -72,6 +72,11 @@ awaitable<void> Service::evaluate_loop() {
 Reply Service::on_register_node(Request& req) {
     auto msg = decode(req.frame.payload, pfs_x_register_node);
     if (!msg) return malformed("REGISTER_NODE");
+    // Only servers may announce servers: a client that registered as a
+    // storage node would draw other clients' data to itself.
+    if (msg->node_type != PFS_NODE_CLIENT && req.role != auth::Role::server)
+        return Reply::fail(EPERM, std::string("a ") + auth::role_name(req.role) +
+                                      " connection may register client nodes only");
     // A node that does not name its address is reached where it came from.
     if (msg->host[0] == '\0') set_field(msg->host, req.conn->peer_address());
     auto r = registry_.register_node(*msg, Clock::now());

@@ -95,6 +95,8 @@ FUZZ_WRAP(chunk_unlink_many)
 FUZZ_WRAP(close_many)
 FUZZ_WRAP(chunk_page)
 FUZZ_WRAP(chunk_entry)
+FUZZ_WRAP(client_token)
+FUZZ_WRAP(client_bound)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -208,6 +210,8 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(chunk_entry),
 	FUZZ_BODY(move),
 	FUZZ_BODY(remote_link),
+	FUZZ_BODY(client_token),
+	FUZZ_BODY(client_bound),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

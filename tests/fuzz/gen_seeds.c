@@ -139,6 +139,9 @@ int main(int argc, char **argv)
 		memset(&c, 0xa5, sizeof(c));
 		memset(&r, 0x5a, sizeof(r));
 		memset(&p, 0x3c, sizeof(p));
+		r.role = PFS_ROLE_CLIENT;
+		r.flags = PFS_AUTH_FRAME_MAC;
+		p.flags = PFS_AUTH_FRAME_MAC;
 		SEED(auth_challenge, "1", &c);
 		SEED(auth_response, "1", &r);
 		SEED(auth_proof, "1", &p);
@@ -353,6 +356,14 @@ int main(int argc, char **argv)
 		SEED(close_many, "2", &clm);
 		seed("chunk_page", "2", &cp, 2, ce);
 		SEED(chunk_entry, "1", &ce[0]);
+	}
+	{
+		struct pfs_client_token t;
+		struct pfs_client_bound b = { 0x1122334455667788ull };
+
+		memset(&t, 0x77, sizeof(t));
+		SEED(client_token, "1", &t);
+		SEED(client_bound, "1", &b);
 	}
 	return 0;
 }

@@ -9,20 +9,29 @@ import struct
 
 HEADER = struct.Struct("<IHHIIQIIQQ")
 MAGIC = 0x31534650
-VERSION = 1
+VERSION = 2
 FLAG_REPLY, FLAG_NOTIFY = 1, 2
-MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "REGISTER_NODE": 100, "REGISTER_TARGET": 101,
-       "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104, "GET_POOLS": 105, "SUBSCRIBE": 109,
-       "MAP_CHANGED": 110, "CHUNK_WRITE": 300, "CHUNK_READ": 301, "CHUNK_TRUNCATE": 302, "CHUNK_SYNC": 303,
-       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_UNLINK_MANY": 307, "CLOSE_MANY": 236}
+MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND_CLIENT": 5,
+       "REGISTER_NODE": 100, "REGISTER_TARGET": 101, "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104,
+       "GET_POOLS": 105, "CREATE_POOL": 106, "ASSIGN_POOL": 107, "SET_TARGET_STATE": 108, "SUBSCRIBE": 109,
+       "MAP_CHANGED": 110, "LOOKUP": 200, "GETATTR": 201, "CREATE": 202, "MKDIR": 203, "UNLINK": 207,
+       "SETATTR": 210, "OPEN": 212, "GETXATTR": 214, "SETXATTR": 215, "LOCK": 221, "GETLK": 222,
+       "SESSION_RENEW": 223, "SESSION_END": 224, "MKDIR_DETACHED": 228, "RMDIR_DETACHED": 229,
+       "ENTRY_CHECK": 230, "LIST_DETACHED": 231, "MOVE": 232, "REMOTE_LINK": 233, "ENTRY_DROP": 234,
+       "CLOSE_MANY": 236, "CHUNK_WRITE": 300, "CHUNK_READ": 301, "CHUNK_TRUNCATE": 302, "CHUNK_SYNC": 303,
+       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_LIST": 306, "CHUNK_UNLINK_MANY": 307}
+ROLES = {"client": 1, "admin": 2, "server": 3}
+AUTH_FRAME_MAC = 1
+FRAME_MAC_LEN = 16
+EPERM = 1
 E_PROTO, E_AUTH, E_UNKNOWN_TARGET = 1000, 1001, 1005
 MAX_IO = 8 << 20  # bytes in one chunk read or write
 CHUNK_REF = struct.Struct("<QIII")  # entry id (ino, owner node, generation), target id
 CHUNK_STAT = struct.Struct("<QQ")   # size, allocated
 
 
-def header(msg_type, payload_len, request_id=0, flags=0):
-    return HEADER.pack(MAGIC, VERSION, msg_type, flags, payload_len, request_id, 0, 0, 0, 0)
+def header(msg_type, payload_len, request_id=0, flags=0, uid=0, gid=0, client_id=0):
+    return HEADER.pack(MAGIC, VERSION, msg_type, flags, payload_len, request_id, uid, gid, client_id, 0)
 
 
 def read_secret(path):
@@ -32,10 +41,26 @@ def read_secret(path):
     return data[:-1] if data.endswith(b"\n") else data
 
 
+def role_key(secret, role):
+    """The key a role proves itself with: the cluster secret's derivation,
+    or the key of a "pfs-key-v1 ROLE HEX" file's content."""
+    if secret.startswith(b"pfs-key-v1 "):
+        _, file_role, hexkey = secret.decode().split(" ")
+        assert file_role == role, f"a {file_role} key cannot prove {role}"
+        return bytes.fromhex(hexkey)
+    return hmac.new(secret, b"pfs-role-v1 " + role.encode(), hashlib.sha256).digest()
+
+
+def client_id_of(token):
+    return struct.unpack("<Q", hashlib.sha256(b"pfs-client-id-v1" + token).digest()[:8])[0] or 1
+
+
 class Conn:
     def __init__(self, port, host="127.0.0.1", timeout=10.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.next_id = 1
+        self.session = None  # the session key once frames carry MACs
+        self.tx_seq = self.rx_seq = 0
 
     def close(self):
         self.sock.close()
@@ -49,35 +74,70 @@ class Conn:
             buf += chunk
         return bytes(buf)
 
-    def read_frame(self):
-        magic, version, msg_type, flags, length, request_id, *_ = HEADER.unpack(self.recv_exact(HEADER.size))
-        assert magic == MAGIC and version == VERSION, "bad frame from server"
-        return msg_type, flags, request_id, self.recv_exact(length)
+    def frame_mac(self, direction, seq, raw):
+        return hmac.new(self.session, direction + struct.pack("<Q", seq) + raw, hashlib.sha256).digest()[:FRAME_MAC_LEN]
 
-    def send(self, msg_type, payload=b"", request_id=None, flags=0):
+    def read_frame(self):
+        raw_header = self.recv_exact(HEADER.size)
+        magic, version, msg_type, flags, length, request_id, *_ = HEADER.unpack(raw_header)
+        assert magic == MAGIC and version == VERSION, "bad frame from server"
+        payload = self.recv_exact(length)
+        if self.session:
+            tag = self.recv_exact(FRAME_MAC_LEN)
+            assert hmac.compare_digest(tag, self.frame_mac(b"S", self.rx_seq, raw_header + payload)), "bad frame MAC"
+            self.rx_seq += 1
+        return msg_type, flags, request_id, payload
+
+    def frame(self, msg_type, payload=b"", request_id=0, flags=0, client_id=0, uid=0, gid=0, tamper=False):
+        """The bytes of one frame as this connection sends it (its MAC too)."""
+        raw = header(msg_type, len(payload), request_id, flags, uid, gid, client_id) + payload
+        if self.session:
+            tag = self.frame_mac(b"C", self.tx_seq, raw)
+            self.tx_seq += 1
+            if tamper:
+                tag = bytes([tag[0] ^ 1]) + tag[1:]
+            raw += tag
+        return raw
+
+    def send(self, msg_type, payload=b"", request_id=None, flags=0, client_id=0, uid=0, gid=0):
         if request_id is None:
             request_id, self.next_id = self.next_id, self.next_id + 1
-        self.sock.sendall(header(msg_type, len(payload), request_id, flags) + payload)
+        self.sock.sendall(self.frame(msg_type, payload, request_id, flags, client_id, uid, gid))
         return request_id
 
-    def authenticate(self, secret):
-        """Returns the reply status of the handshake (0 = accepted)."""
+    def authenticate(self, secret, role="client", want_mac=False):
+        """Returns the reply status of the handshake (0 = accepted); with
+        frame MACs on (asked for, or required by the server) later frames
+        carry them."""
+        key = role_key(secret, role)
         msg_type, _, _, server_nonce = self.read_frame()
         assert msg_type == MSG["AUTH_CHALLENGE"] and len(server_nonce) == 32
         client_nonce = os.urandom(32)
-        mac = hmac.new(secret, b"pfs-auth-v1 client" + server_nonce + client_nonce, hashlib.sha256).digest()
-        self.send(MSG["AUTH_RESPONSE"], client_nonce + mac)
-        msg_type, flags, _, payload = self.read_frame()
-        assert msg_type == MSG["AUTH_RESPONSE"] and flags & FLAG_REPLY
+        flags = AUTH_FRAME_MAC if want_mac else 0
+        tail = bytes([ROLES[role], flags])
+        mac = hmac.new(key, b"pfs-auth-v2 client" + server_nonce + client_nonce + tail, hashlib.sha256).digest()
+        self.send(MSG["AUTH_RESPONSE"], client_nonce + mac + tail)
+        msg_type, reply_flags, _, payload = self.read_frame()
+        assert msg_type == MSG["AUTH_RESPONSE"] and reply_flags & FLAG_REPLY
         status = struct.unpack_from("<i", payload)[0]
         if status == 0:
-            expect = hmac.new(secret, b"pfs-auth-v1 server" + client_nonce + server_nonce, hashlib.sha256).digest()
-            assert payload[4:] == expect, "server proof does not verify"
+            proof, final = payload[4:36], payload[36]
+            expect = hmac.new(key, b"pfs-auth-v2 server" + client_nonce + server_nonce + bytes([ROLES[role], final]),
+                              hashlib.sha256).digest()
+            assert proof == expect, "server proof does not verify"
+            if final & AUTH_FRAME_MAC:
+                self.session = hmac.new(key, b"pfs-session-v2" + server_nonce + client_nonce, hashlib.sha256).digest()
         return status
 
-    def call(self, msg_type, payload=b""):
+    def bind(self, token):
+        """BIND_CLIENT: the connection acts for the token's client id."""
+        status, body = self.call(MSG["BIND_CLIENT"], token)
+        assert status == 0, f"BIND_CLIENT refused: {status}"
+        return struct.unpack("<Q", body)[0]
+
+    def call(self, msg_type, payload=b"", client_id=0, uid=0, gid=0):
         """Returns (status, body) of the reply, skipping notifications."""
-        request_id = self.send(msg_type, payload)
+        request_id = self.send(msg_type, payload, client_id=client_id, uid=uid, gid=gid)
         while True:
             got_type, flags, got_id, body = self.read_frame()
             if flags & FLAG_NOTIFY:
@@ -129,8 +189,8 @@ def chunk_truncate(target, ino, size, owner=1, generation=0):
     return chunk_ref(target, ino, owner, generation) + struct.pack("<Q", size)
 
 
-def connect_authenticated(port, secret_path):
+def connect_authenticated(port, secret_path, role="client", want_mac=False):
     c = Conn(port)
-    status = c.authenticate(read_secret(secret_path))
+    status = c.authenticate(read_secret(secret_path), role, want_mac)
     assert status == 0, f"handshake refused with status {status}"
     return c

@@ -50,7 +50,7 @@ class HostileInput(unittest.TestCase):
 
     def attack(self, name, port):
         rng = random.Random(1234)
-        big = struct.pack("<IHHIIQIIQQ", pfswire.MAGIC, 1, pfswire.MSG["PING"], 0, 1 << 30, 7, 0, 0, 0, 0)
+        big = struct.pack("<IHHIIQIIQQ", pfswire.MAGIC, pfswire.VERSION, pfswire.MSG["PING"], 0, 1 << 30, 7, 0, 0, 0, 0)
         for _ in range(ROUNDS):
             send_and_drain(port, bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 4096))))
             send_and_drain(port, pfswire.header(pfswire.MSG["AUTH_RESPONSE"], 100, 1) + b"x" * 10)

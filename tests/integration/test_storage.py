@@ -66,8 +66,9 @@ class StorageServer(unittest.TestCase):
             self.c.dump_logs()
 
     @classmethod
-    def connect(cls):
-        return pfswire.connect_authenticated(cls.server.port, cls.c.secret)
+    def connect(cls, role="server"):
+        """The chunk protocol as pfs-meta speaks it (server role), unless role says otherwise."""
+        return pfswire.connect_authenticated(cls.server.port, cls.c.secret, role)
 
     def ino(self):
         StorageServer.next_ino += 1
@@ -145,6 +146,27 @@ class StorageServer(unittest.TestCase):
         self.ok("CHUNK_TRUNCATE", pfswire.chunk_truncate(t, missing, 0))
         self.ok("CHUNK_TRUNCATE", pfswire.chunk_truncate(t, missing, BEYOND_4G))
         self.assertFalse(os.path.exists(chunk_file(self.dirs[1], missing)))
+
+    def test_a_client_cannot_cut_or_delete_chunks(self):
+        t, ino, data = self.targets[0], self.ino(), self.data(1 << 20)
+        self.write(t, ino, 0, data)
+        client = self.connect("client")
+        try:
+            refused = {"CHUNK_UNLINK_MANY": pfswire.chunk_unlink_many(t, [ino]),
+                       "CHUNK_UNLINK": pfswire.chunk_ref(t, ino),
+                       "CHUNK_TRUNCATE": pfswire.chunk_truncate(t, ino, 0),
+                       "CHUNK_LIST": struct.pack("<IIQI", t, 0, 0, 16)}
+            for msg, body in refused.items():
+                with self.subTest(msg=msg):
+                    status, text = client.call(MSG[msg], body)
+                    self.assertEqual(status, pfswire.EPERM, text)
+                    self.assertIn(b"is not allowed for the client role", text)
+            # The connection serves on, reads and writes as before; the data is all there.
+            status, body = client.call(MSG["CHUNK_READ"], pfswire.chunk_io(t, ino, 0, len(data)))
+            self.assertEqual((status, body), (0, data))
+        finally:
+            client.close()
+        self.assertEqual(self.stat(t, ino)[0], len(data))
 
     def test_sync_and_unlink(self):
         t, ino, data = self.targets[0], self.ino(), self.data(5000)

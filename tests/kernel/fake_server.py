@@ -31,10 +31,11 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY = 1, 2
-AUTH_CHALLENGE, AUTH_RESPONSE, PING = 1, 2, 3
+AUTH_CHALLENGE, AUTH_RESPONSE, PING, BIND_CLIENT = 1, 2, 3, 5
+AUTH_FRAME_MAC, FRAME_MAC_LEN = 1, 16
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
 CHUNK_WRITE, CHUNK_READ = 300, 301
 E_AUTH = 1001
@@ -58,10 +59,23 @@ def failed(status, message):
     return struct.pack("<i", status) + pstr(message)
 
 
+def client_key(secret):
+    """The client role's key: a "pfs-key-v1 client HEX" file's, or derived."""
+    if secret.startswith(b"pfs-key-v1 client "):
+        return bytes.fromhex(secret.split(b" ")[2].decode())
+    return hmac.new(secret, b"pfs-role-v1 client", hashlib.sha256).digest()
+
+
 class Conn:
     def __init__(self, sock, args, store):
         self.sock, self.args, self.store = sock, args, store
         self.reads = []  # CHUNK_READs held back (mode good)
+        self.session = None  # frame MACs on: their key
+        self.tx_seq = self.rx_seq = 0
+
+    def mac(self, direction, seq, raw):
+        return hmac.new(self.session, direction + struct.pack("<Q", seq) + raw,
+                        hashlib.sha256).digest()[:FRAME_MAC_LEN]
 
     def recv_exact(self, n):
         buf = b""
@@ -73,33 +87,51 @@ class Conn:
         return buf
 
     def read_frame(self):
-        h = HEADER.unpack(self.recv_exact(HEADER.size))
-        return h, self.recv_exact(h[4])
+        raw = self.recv_exact(HEADER.size)
+        h = HEADER.unpack(raw)
+        p = self.recv_exact(h[4])
+        if self.session:
+            tag = self.recv_exact(FRAME_MAC_LEN)
+            if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p)):
+                raise EOFError("bad frame MAC")
+            self.rx_seq += 1
+        return h, p
+
+    def sealed(self, raw):
+        """raw (a whole frame) with its MAC when frames carry them."""
+        if not self.session:
+            return raw
+        tag = self.mac(b"S", self.tx_seq, raw)
+        self.tx_seq += 1
+        return raw + tag
 
     def send(self, type_, flags, rid, payload, magic=MAGIC, length=None):
         length = len(payload) if length is None else length
-        self.sock.sendall(HEADER.pack(magic, VERSION, type_, flags, length,
-                                      rid, 0, 0, 0, 0) + payload)
+        self.sock.sendall(self.sealed(HEADER.pack(magic, VERSION, type_, flags, length,
+                                                  rid, 0, 0, 0, 0) + payload))
 
     def reply(self, h, payload, **kw):
         self.send(h[2], FLAG_REPLY, h[5], payload, **kw)
 
     def handshake(self):
-        secret = self.args.secret_bytes
+        key = client_key(self.args.secret_bytes)
         sn = os.urandom(32)
         self.send(AUTH_CHALLENGE, 0, 0, sn)
         h, p = self.read_frame()
-        cn, mac = p[:32], p[32:64]
-        want = hmac.new(secret, b"pfs-auth-v1 client" + sn + cn,
+        cn, mac, tail = p[:32], p[32:64], p[64:66]
+        want = hmac.new(key, b"pfs-auth-v2 client" + sn + cn + tail,
                         hashlib.sha256).digest()
         if h[2] != AUTH_RESPONSE or not hmac.compare_digest(mac, want):
-            self.reply(h, failed(E_AUTH, "wrong shared secret"))
+            self.reply(h, failed(E_AUTH, "authentication refused"))
             return False
-        proof = hmac.new(secret, b"pfs-auth-v1 server" + cn + sn,
+        flags = tail[1] & AUTH_FRAME_MAC
+        proof = hmac.new(key, b"pfs-auth-v2 server" + cn + sn + tail[:1] + bytes([flags]),
                          hashlib.sha256).digest()
         if self.args.mode == "badproof":
             proof = os.urandom(32)
-        self.reply(h, ok(proof))
+        self.reply(h, ok(proof + bytes([flags])))
+        if flags:
+            self.session = hmac.new(key, b"pfs-session-v2" + sn + cn, hashlib.sha256).digest()
         return True
 
     def serve(self):
@@ -114,7 +146,10 @@ class Conn:
         if mode == "staleid":
             self.send(h[2], FLAG_REPLY, 987654321, ok(b"x" * 1000))
         t = h[2]
-        if t == SUBSCRIBE:
+        if t == BIND_CLIENT:
+            cid = hashlib.sha256(b"pfs-client-id-v1" + p).digest()[:8]
+            self.reply(h, ok(struct.pack("<Q", struct.unpack("<Q", cid)[0] or 1)))
+        elif t == SUBSCRIBE:
             self.reply(h, ok(struct.pack("<Q", 1)))
         elif t == GET_NODES:
             if mode == "badcount":
@@ -166,8 +201,8 @@ class Conn:
         elif mode == "request":
             self.send(CHUNK_READ, 0, h[5], p)
         elif mode == "stall":
-            whole = HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY,
-                                4 + len(data), h[5], 0, 0, 0, 0) + ok(data)
+            whole = self.sealed(HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY,
+                                            4 + len(data), h[5], 0, 0, 0, 0) + ok(data))
             self.sock.sendall(whole[:len(whole) // 2])
             threading.Event().wait()  # quiet for ever
         elif mode == "enoent":

@@ -92,6 +92,13 @@ private:
 
 namespace pfs::test {
 
+// A client of the cluster that plays a server's part (pfs-meta truncating
+// and deleting chunks, a metadata server talking to another).
+inline ClientConfig as_server(ClientConfig config = {}) {
+    config.role = auth::Role::server;
+    return config;
+}
+
 // Runs a coroutine on io until it finishes (or 60 s pass); true if it did.
 template <class F>
 bool run(asio::io_context& io, F&& body) {

@@ -37,12 +37,20 @@ TEST_CASE("directories spread over two metadata servers and work across them", "
         REQUIRE_OK(away);
         CHECK(away->id.owner_node == t.other_node);
         CHECK((away->mode & 07777) == 0750);
-        // Its server removes it only when a removal was prepared.
+        // Its server removes it only when a removal was prepared, and only
+        // when another metadata server asks.
         pfs_rmdir_detached commit{away->id, PFS_RMDIR_COMMIT};
         auto refused = co_await t.cluster->call_meta_ok(t.other_node, PFS_MSG_RMDIR_DETACHED,
                                                         encode(pfs_x_rmdir_detached, commit));
         REQUIRE_FALSE(refused);
+        CHECK(refused.error().code == -EPERM);
+        Cluster as_server(t.io.get_executor(), t.tc.mgmtd(), t.tc.secret(), test::as_server());
+        REQUIRE_OK(co_await as_server.start());
+        refused = co_await as_server.call_meta_ok(t.other_node, PFS_MSG_RMDIR_DETACHED,
+                                                  encode(pfs_x_rmdir_detached, commit));
+        REQUIRE_FALSE(refused);
         CHECK(refused.error().code == -EBUSY);
+        as_server.close();
         auto unknown = co_await fs.mkdir("/nowhere", 0755, 999);
         REQUIRE_FALSE(unknown);
         CHECK(unknown.error().code == PFS_E_UNKNOWN_NODE);

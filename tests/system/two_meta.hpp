@@ -33,6 +33,7 @@ struct TwoMeta {
         ClientConfig cfg;
         cfg.request_timeout = 3s;
         cfg.connect_timeout = 1s;
+        cfg.role = auth::Role::admin;  // fsck's LIST_DETACHED
         cluster = std::make_unique<Cluster>(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
         fs = std::make_unique<FileSystem>(*cluster, FileSystemOptions{0ms});
     }

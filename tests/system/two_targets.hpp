@@ -18,10 +18,12 @@ struct TwoTargets {
     std::unique_ptr<client::Cluster> cluster;
     StripeLayout layout;
 
+    // The cluster plays pfs-meta's part (truncating and deleting chunks):
+    // it proves the server role.
     explicit TwoTargets(ClientConfig cfg = {}) {
         tc.start_mgmtd();
         tc.start_storage("s1", 2);
-        cluster = std::make_unique<client::Cluster>(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+        cluster = std::make_unique<client::Cluster>(io.get_executor(), tc.mgmtd(), tc.secret(), as_server(cfg));
         layout.chunk_size = 64u << 10;
         layout.targets = {1, 2};
     }

@@ -541,27 +541,27 @@ TEST_CASE("may_access applies the owner, group and other bits", "[namespace]") {
     auto f = fs.file(fs.root(), "f", 0640);  // owner 1000, group 100
     std::vector<uint32_t> in_group{7, 100};
     std::vector<uint32_t> outside{7};
-    CHECK(fs.ns.may_access(f, 1000, outside, R_OK | W_OK));
-    CHECK(err(fs.ns.may_access(f, 1000, outside, X_OK)) == -EACCES);
-    CHECK(fs.ns.may_access(f, 2000, in_group, R_OK));
-    CHECK(err(fs.ns.may_access(f, 2000, in_group, W_OK)) == -EACCES);
-    CHECK(err(fs.ns.may_access(f, 2000, outside, R_OK)) == -EACCES);
-    CHECK(fs.ns.may_access(f, 2000, outside, F_OK));
+    CHECK(fs.ns.may_access(f, Caller{1000, 7, outside}, R_OK | W_OK));
+    CHECK(err(fs.ns.may_access(f, Caller{1000, 7, outside}, X_OK)) == -EACCES);
+    CHECK(fs.ns.may_access(f, Caller{2000, 7, in_group}, R_OK));
+    CHECK(err(fs.ns.may_access(f, Caller{2000, 7, in_group}, W_OK)) == -EACCES);
+    CHECK(err(fs.ns.may_access(f, Caller{2000, 7, outside}, R_OK)) == -EACCES);
+    CHECK(fs.ns.may_access(f, Caller{2000, 7, outside}, F_OK));
     // The owner class decides even when the group would allow more.
     REQUIRE(fs.ns.setattr(f, AttrChanges{.mode = 0070}, at(5)));
-    CHECK(err(fs.ns.may_access(f, 1000, in_group, R_OK)) == -EACCES);
-    CHECK(fs.ns.may_access(f, 2000, in_group, R_OK | W_OK | X_OK));
+    CHECK(err(fs.ns.may_access(f, Caller{1000, 7, in_group}, R_OK)) == -EACCES);
+    CHECK(fs.ns.may_access(f, Caller{2000, 7, in_group}, R_OK | W_OK | X_OK));
     // Root reads and writes anything, but executes only what has an x bit.
     REQUIRE(fs.ns.setattr(f, AttrChanges{.mode = 0600}, at(6)));
-    CHECK(fs.ns.may_access(f, 0, outside, R_OK | W_OK));
-    CHECK(err(fs.ns.may_access(f, 0, outside, X_OK)) == -EACCES);
+    CHECK(fs.ns.may_access(f, Caller{0, 7, outside}, R_OK | W_OK));
+    CHECK(err(fs.ns.may_access(f, Caller{0, 7, outside}, X_OK)) == -EACCES);
     REQUIRE(fs.ns.setattr(f, AttrChanges{.mode = 0001}, at(7)));
-    CHECK(fs.ns.may_access(f, 0, outside, X_OK));
+    CHECK(fs.ns.may_access(f, Caller{0, 7, outside}, X_OK));
     auto d = fs.dir(fs.root(), "d", 0700);
     REQUIRE(fs.ns.setattr(d, AttrChanges{.mode = 0}, at(8)));
-    CHECK(fs.ns.may_access(d, 0, outside, X_OK | R_OK));
-    CHECK(err(fs.ns.may_access(f, 0, outside, 8)) == -EINVAL);
-    CHECK(err(fs.ns.may_access(pfs_entry_id{99, Fs::kNode, 1}, 0, outside, R_OK)) == -ESTALE);
+    CHECK(fs.ns.may_access(d, Caller{0, 7, outside}, X_OK | R_OK));
+    CHECK(err(fs.ns.may_access(f, Caller{0, 7, outside}, 8)) == -EINVAL);
+    CHECK(err(fs.ns.may_access(pfs_entry_id{99, Fs::kNode, 1}, Caller{0, 7, outside}, R_OK)) == -ESTALE);
 }
 
 TEST_CASE("a hundred thousand files in one directory", "[namespace]") {

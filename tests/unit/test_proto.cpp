@@ -432,7 +432,7 @@ TEST_CASE("proto: header decode rejects bad headers", "[proto]")
 	SECTION("flags") {
 		h.flags = PFS_FLAG_REPLY | PFS_FLAG_NOTIFY;
 		CHECK(dec(h) == 0);
-		h.flags = 1u << 2;
+		h.flags = 1u << 3;
 		CHECK(dec(h) == -EBADMSG);
 		h.flags = PFS_FLAG_REPLY | (1u << 31);
 		CHECK(dec(h) == -EBADMSG);
@@ -497,12 +497,71 @@ TEST_CASE("proto: authentication messages", "[proto]")
 		r.body.mac[i] = (__u8)(i ^ 0x5a);
 	for (int i = 0; i < PFS_AUTH_MAC_LEN; i++)
 		p.body.mac[i] = (__u8)(i * 3);
+	r.body.role = PFS_ROLE_ADMIN;
+	r.body.flags = PFS_AUTH_FRAME_MAC;
+	p.body.flags = PFS_AUTH_FRAME_MAC;
 	CHECK(encode(c).size() == PFS_AUTH_NONCE_LEN);
-	CHECK(encode(r).size() == PFS_AUTH_NONCE_LEN + PFS_AUTH_MAC_LEN);
-	CHECK(encode(p).size() == PFS_AUTH_MAC_LEN);
+	CHECK(encode(r).size() == PFS_AUTH_NONCE_LEN + PFS_AUTH_MAC_LEN + 2);
+	CHECK(encode(p).size() == PFS_AUTH_MAC_LEN + 1);
 	check_message(c);
 	check_message(r);
 	check_message(p);
+
+	// A role outside 1..3 or an unknown flag is refused.
+	for (int bad = 0; bad < 3; bad++) {
+		Msg x(pfs_x_auth_response);
+
+		x.body = r.body;
+		if (bad == 0)
+			x.body.role = 0;
+		else if (bad == 1)
+			x.body.role = PFS_ROLE_MAX + 1;
+		else
+			x.body.flags = 0x80;
+		Bytes b = encode(x);
+		Msg out(pfs_x_auth_response);
+		CHECK(decode(out, b) == -EBADMSG);
+	}
+	Msg t(pfs_x_client_token);
+	for (int i = 0; i < PFS_CLIENT_TOKEN_LEN; i++)
+		t.body.token[i] = (__u8)(i + 9);
+	CHECK(encode(t).size() == PFS_CLIENT_TOKEN_LEN);
+	check_message(t);
+	Msg bound(pfs_x_client_bound);
+	bound.body.client_id = 0x1122334455667788ULL;
+	check_message(bound);
+	bound.body.client_id = 0;
+	Bytes zero = encode(bound);
+	CHECK(decode(bound, zero) == -EBADMSG);	/* 0 is no client */
+}
+
+TEST_CASE("proto: every message has a name and says who may send it", "[proto]")
+{
+	CHECK(std::string(pfs_msg_name(PFS_MSG_BIND_CLIENT)) == "BIND_CLIENT");
+	CHECK(pfs_msg_sent_by(PFS_MSG_LOOKUP) == PFS_SENT_BY_ANY);
+	CHECK(pfs_msg_sent_by(PFS_MSG_MOVE) == PFS_SENT_BY_SERVER);
+	CHECK(pfs_msg_sent_by(PFS_MSG_SET_TARGET_STATE) == PFS_SENT_BY_ADMIN);
+	CHECK(pfs_msg_sent_by(PFS_MSG_CHUNK_UNLINK_MANY) == PFS_SENT_BY_ADMIN);
+	CHECK(pfs_msg_sent_by(PFS_MSG_MAP_CHANGED) == PFS_SENT_BY_NONE);
+	CHECK(pfs_msg_sent_by(9999) == PFS_SENT_BY_NONE);
+	/* Clients may never send what servers send each other. */
+	const __u16 server_only[] = {
+		PFS_MSG_REGISTER_TARGET, PFS_MSG_HEARTBEAT, PFS_MSG_MKDIR_DETACHED,
+		PFS_MSG_RMDIR_DETACHED, PFS_MSG_MOVE,
+		PFS_MSG_REMOTE_LINK, PFS_MSG_ENTRY_DROP,
+	};
+	for (__u16 type : server_only) {
+		INFO(pfs_msg_name(type));
+		CHECK_FALSE(pfs_msg_sent_by(type) & (1u << PFS_ROLE_CLIENT));
+		CHECK_FALSE(pfs_msg_sent_by(type) & (1u << PFS_ROLE_ADMIN));
+		CHECK(pfs_msg_sent_by(type) & (1u << PFS_ROLE_SERVER));
+	}
+	for (unsigned type = 0; type < 65536; type++) {
+		const char *name = pfs_msg_name((__u16)type);
+
+		if (std::string(name) == "?")
+			CHECK(pfs_msg_sent_by((__u16)type) == PFS_SENT_BY_NONE);
+	}
 }
 
 TEST_CASE("proto: fixed-size bodies round trip", "[proto]")
@@ -1113,7 +1172,7 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 			in[0] %= 8;
 		}
 		if (i % 4 == 1 && in.size() >= PFS_HEADER_SIZE) {
-			std::memcpy(in.data(), "PFS1\x01\x00", 6);
+			std::memcpy(in.data(), "PFS1\x02\x00", 6);
 			in[8] &= PFS_FLAGS_KNOWN;	// flags
 			in[9] = in[10] = in[11] = 0;
 			in[14] = in[15] = 0;		// payload_len

@@ -46,11 +46,11 @@ struct Fixture {
                 co_await t.async_wait(asio::use_awaitable);
             }
             co_return Reply::ok(body);
-        });
+        }, PFS_SENT_BY_ANY);
         server->handle(kNotifyMe, [](Request& req) -> awaitable<Reply> {
             req.conn->send(Frame{make_header(PFS_MSG_MAP_CHANGED, PFS_FLAG_NOTIFY), bytes(1, 2, 3)});
             co_return Reply::ok();
-        });
+        }, PFS_SENT_BY_ANY);
         auto p = server->start();
         REQUIRE(p);
         port = *p;
@@ -102,7 +102,7 @@ TEST_CASE("a client with a wrong secret is refused with a clear error", "[rpc]")
         auto r = co_await c->call(PFS_MSG_PING, Bytes());
         REQUIRE_FALSE(r);
         CHECK(r.error().code == PFS_E_AUTH);
-        CHECK(r.error().message.find("wrong shared secret") != std::string::npos);
+        CHECK(r.error().message.find("wrong client key or cluster secret") != std::string::npos);
         f.server->stop();
         c->close();
     });

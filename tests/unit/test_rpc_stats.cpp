@@ -58,8 +58,8 @@ TEST_CASE("stats: every daemon counts requests, errors and bytes per message typ
     config.host = "127.0.0.1";
     RpcServer server(io, config, kSecret);
     server.set_identity(7, PFS_NODE_STORAGE);
-    server.handle(kEcho, [](Request& req) -> awaitable<Reply> { co_return Reply::ok(req.frame.payload); });
-    server.handle(kFail, [](Request&) -> awaitable<Reply> { co_return Reply::fail(-ENOENT, "nope"); });
+    server.handle(kEcho, [](Request& req) -> awaitable<Reply> { co_return Reply::ok(req.frame.payload); }, PFS_SENT_BY_ANY);
+    server.handle(kFail, [](Request&) -> awaitable<Reply> { co_return Reply::fail(-ENOENT, "nope"); }, PFS_SENT_BY_ANY);
     auto port = server.start();
     REQUIRE(port);
 

@@ -1,5 +1,7 @@
-// Commands that change the map: pool create, pool assign, target set-state.
+// Commands that change the map (pool create, pool assign, target
+// set-state) and hand out keys (auth key).
 #include "commands.hpp"
+#include "daemon.hpp"
 #include "exit_status.hpp"
 #include "views.hpp"
 
@@ -62,6 +64,18 @@ Result<std::string> target_set_state(Context& ctx) {
     auto st = ctx.mgmt.set_target_state(*id, *state);
     if (!st) return st.error();
     return done(ctx, "target " + std::to_string(*id) + " consistency set to " + consistency_name(*state));
+}
+
+Result<std::string> auth_key(Context& ctx) {
+    auto role = auth::parse_role(ctx.args[0]);
+    if (!role || *role == auth::Role::server)
+        return usage_error("auth key: the role is client or admin (servers hold the cluster secret itself)");
+    auto secret = daemon::load_secret(ctx.options);
+    if (!secret) return unreachable(secret.error().message);
+    auto text = secret->key_file(*role);
+    if (!text) return refused("auth key: " + text.error().message);
+    if (ctx.json) return render_json({{"role", auth::role_name(*role)}, {"key_file", *text}});
+    return *text;
 }
 
 }  // namespace pfs::ctl

@@ -40,6 +40,9 @@ const std::vector<Command>& all_commands() {
         {"fsck", "", "--readonly",
          "check the namespace against the chunk files: exit 0 clean, 1 problems found, 2 could not check",
          {"readonly"}, 0, 0, fsck},
+        {"auth", "key", "client|admin",
+         "print the key file of a role (mode 0600 on the node that uses it), from the cluster secret in --auth-file",
+         {}, 1, 1, auth_key},
     };
     return commands;
 }

@@ -62,6 +62,7 @@ Result<std::string> df(Context& ctx);
 Result<std::string> pool_create(Context& ctx);
 Result<std::string> pool_assign(Context& ctx);
 Result<std::string> target_set_state(Context& ctx);
+Result<std::string> auth_key(Context& ctx);
 Result<std::string> entry_info(Context& ctx);
 Result<std::string> entry_set(Context& ctx);
 Result<std::string> stat_entry(Context& ctx);

@@ -37,6 +37,9 @@ ClientConfig ClientSettings::client_config() const {
     ClientConfig config;
     config.connect_timeout = timeout;
     config.request_timeout = timeout;
+    // The admin role when the auth file allows it (changing the map and
+    // fsck need it), else what the file proves.
+    config.role = secret.strongest();
     return config;
 }
 
