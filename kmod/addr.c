@@ -37,6 +37,8 @@
 struct pfs_chunk_req {
 	struct pfs_rpc rpc;
 	struct pfs_node *node;
+	struct inode *inode;
+	u32 target_index;	/* in the layout: whose write verifier */
 	struct iov_iter data;	/* the piece's bytes, left untouched */
 	struct iov_iter wire;	/* the copy the transport consumes */
 	loff_t pos;		/* file offset of the piece */
@@ -120,6 +122,8 @@ static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
 	r->rpc.type = type;
 	r->rpc.req = r->hdr;
 	r->rpc.req_len = x.pos;
+	r->inode = inode;
+	r->target_index = sp.target_index;
 	r->pos = pos;
 	r->len = len;
 	r->data = *data;
@@ -133,7 +137,7 @@ static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
 }
 
 static int pfs_chunk_start_sync(struct inode *inode, struct pfs_chunk_req *r,
-				u32 target_id)
+				u32 target_index, u32 target_id)
 {
 	struct pfs_chunk_ref ref = { .file = PFS_I(inode)->id,
 				     .target_id = target_id };
@@ -146,6 +150,8 @@ static int pfs_chunk_start_sync(struct inode *inode, struct pfs_chunk_req *r,
 	r->rpc.type = PFS_MSG_CHUNK_SYNC;
 	r->rpc.req = r->hdr;
 	r->rpc.req_len = x.pos;
+	r->inode = inode;
+	r->target_index = target_index;
 	r->len = 0;
 	return pfs_chunk_send(inode, r, target_id);
 }
@@ -180,7 +186,24 @@ static int pfs_chunk_write_done(struct pfs_chunk_req *r)
 				    w.length, r->len);
 		return -EIO;
 	}
+	pfs_verfs_seen(PFS_I(r->inode)->verfs, r->target_index, w.verifier);
 	return 0;
+}
+
+/* The data written since the last sync is durable, or may be lost. */
+static int pfs_chunk_sync_done(struct pfs_chunk_req *r)
+{
+	struct pfs_chunk_synced s;
+	int rc;
+
+	if (pfs_decode(pfs_x_chunk_synced, &s, r->rpc.reply, r->rpc.reply_len))
+		return -EIO;
+	rc = pfs_verfs_synced(PFS_I(r->inode)->verfs, r->target_index,
+			      s.verifier);
+	if (rc)
+		pr_warn_ratelimited("inode %llu: a storage target restarted before data written to it was synced: reporting EIO\n",
+				    PFS_I(r->inode)->id.ino);
+	return rc;
 }
 
 /* Waits for a started request and checks its reply; frees its resources. */
@@ -192,6 +215,8 @@ static int pfs_chunk_finish(struct pfs_chunk_req *r)
 		rc = pfs_chunk_read_done(r);
 	else if (!rc && r->rpc.type == PFS_MSG_CHUNK_WRITE)
 		rc = pfs_chunk_write_done(r);
+	else if (!rc && r->rpc.type == PFS_MSG_CHUNK_SYNC)
+		rc = pfs_chunk_sync_done(r);
 	pfs_rpc_release(&r->rpc);
 	pfs_node_put(r->node);
 	r->node = NULL;
@@ -409,7 +434,7 @@ int pfs_stripe_sync(struct inode *inode)
 			if (!pfs_stripe_target_size(lo->chunk_size, lo->count,
 						    next, size))
 				continue;
-			err = pfs_chunk_start_sync(inode, &reqs[n],
+			err = pfs_chunk_start_sync(inode, &reqs[n], next,
 						   lo->targets[next]);
 			if (err)
 				break;

@@ -255,7 +255,9 @@ int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout)
 	mutex_lock(&pi->layout_lock);
 	if (!pi->layout) {
 		copy = kmemdup(layout, sizeof(*layout), GFP_NOFS);
-		if (!copy) {
+		pi->verfs = copy ? pfs_verfs_alloc(layout->count) : NULL;
+		if (!pi->verfs) {
+			kfree(copy);
 			mutex_unlock(&pi->layout_lock);
 			return -ENOMEM;
 		}

@@ -104,6 +104,7 @@ struct pfs_inode_info {
 	/* regular files: the stripe layout, from the first CREATE or OPEN */
 	struct mutex layout_lock;
 	struct pfs_layout *layout;	/* NULL until known; then immutable */
+	struct pfs_verfs *verfs;	/* per target, set with the layout */
 	/* the largest size the metadata server has been told of */
 	u64 reported_size;
 	unsigned long flags;		/* PFS_INO_* bits */
@@ -173,6 +174,15 @@ static inline struct pfs_net *pfs_inode_net(const struct inode *inode)
 	xfn(&__x, (msg));						\
 	pfs_xdr_finish(&__x) ? -EIO : 0;				\
 })
+
+/* verf.c: write verifiers per target of a file */
+struct pfs_verfs;
+struct pfs_verfs *pfs_verfs_alloc(u32 count);
+void pfs_verfs_free(struct pfs_verfs *v);
+/* A write to target index was acknowledged under verifier. */
+void pfs_verfs_seen(struct pfs_verfs *v, u32 index, u64 verifier);
+/* Its sync answered verifier: 0, or -EIO when a write may be lost. */
+int pfs_verfs_synced(struct pfs_verfs *v, u32 index, u64 verifier);
 
 /* super.c */
 extern struct file_system_type pfs_fs_type;

@@ -247,6 +247,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->attr_time = 0;
 	pi->perm_time = 0;
 	pi->layout = NULL;
+	pi->verfs = NULL;
 	pi->reported_size = 0;
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
@@ -259,6 +260,8 @@ static void pfs_free_inode(struct inode *inode)
 
 	kfree(pi->layout);
 	pi->layout = NULL;
+	pfs_verfs_free(pi->verfs);
+	pi->verfs = NULL;
 	kmem_cache_free(pfs_inode_cachep, pi);
 }
 

@@ -444,7 +444,7 @@ awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std:
 
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
-    auto st = co_await io_.write(file.layout, file.attr.id, offset, data);
+    auto st = co_await io_.write(file.layout, file.attr.id, offset, data, &file.verifiers);
     if (!st) co_return st;
     file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
     co_return ok_status();
@@ -464,7 +464,7 @@ awaitable<Status> FileSystem::report_size(OpenFile& file) {
 
 awaitable<Status> FileSystem::fsync(OpenFile& file) {
     if ((file.attr.mode & S_IFMT) == S_IFREG) {
-        auto st = co_await io_.sync(file.layout, file.attr.id);
+        auto st = co_await io_.sync(file.layout, file.attr.id, &file.verifiers);
         if (!st) co_return st;
     }
     co_return co_await report_size(file);

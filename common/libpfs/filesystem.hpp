@@ -33,6 +33,7 @@ struct OpenFile {
     uint64_t written_end = 0;  // how far this handle wrote: reported on sync/close
     uint64_t owner = 0;        // lock owner, unique within the client (0: closed)
     bool locked = false;       // took a lock once: close releases what is left
+    WriteVerifiers verifiers;  // of the writes since the last fsync
 };
 
 struct FileSystemOptions {

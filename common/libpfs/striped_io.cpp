@@ -21,12 +21,27 @@ Status first_error(const std::vector<Result<Unit>>& results) {
 
 }  // namespace
 
+void WriteVerifiers::seen(uint32_t target, uint64_t verifier) {
+    auto [it, fresh] = seen_.try_emplace(target, verifier);
+    if (!fresh && it->second != verifier) changed_.insert(target);
+}
+
+Status WriteVerifiers::synced(uint32_t target, uint64_t verifier) {
+    auto it = seen_.find(target);
+    const bool lost = changed_.erase(target) || (it != seen_.end() && it->second != verifier);
+    if (it != seen_.end()) seen_.erase(it);
+    if (lost)
+        return Error{-EIO, "storage target " + std::to_string(target) +
+                               " restarted since data was written to it: that data may be lost"};
+    return ok_status();
+}
+
 awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_id& file, uint64_t offset,
-                                   std::span<const uint8_t> data) {
+                                   std::span<const uint8_t> data, WriteVerifiers* verifiers) {
     if (auto st = check_layout(layout); !st) co_return st;
     std::vector<Task<Unit>> tasks;
     for (const Piece& p : plan_io(layout, offset, data.size(), PFS_MAX_IO)) {
-        tasks.push_back([this, &layout, &file, p, piece = data.subspan(p.file_offset - offset, p.length)]()
+        tasks.push_back([this, &layout, &file, p, verifiers, piece = data.subspan(p.file_offset - offset, p.length)]()
                             -> awaitable<Result<Unit>> {
             auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
             if (!head) co_return head.error();
@@ -37,6 +52,7 @@ awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_i
             auto written = decode(*body, pfs_x_chunk_written);
             if (!written) co_return written.error();
             if (written->length != p.length) co_return Error{-EIO, "short write on a storage target"};
+            if (verifiers) verifiers->seen(layout.targets[p.target_index], written->verifier);
             co_return Unit{};
         });
     }
@@ -85,10 +101,23 @@ awaitable<Status> StripedIo::truncate(const StripeLayout& layout, const pfs_entr
     });
 }
 
-awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id& file) {
-    co_return co_await each_target(layout, PFS_MSG_CHUNK_SYNC, [&](uint32_t, uint32_t target) {
-        return encode(pfs_x_chunk_ref, chunk_ref(file, target));
-    });
+awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id& file, WriteVerifiers* verifiers) {
+    if (auto st = check_layout(layout); !st) co_return st;
+    std::vector<Task<Unit>> tasks;
+    for (uint32_t target : layout.targets) {
+        tasks.push_back([this, &file, target, verifiers]() -> awaitable<Result<Unit>> {
+            auto body = co_await cluster_.call_target_ok(target, PFS_MSG_CHUNK_SYNC,
+                                                         encode(pfs_x_chunk_ref, chunk_ref(file, target)));
+            if (!body) co_return body.error();
+            auto synced = decode(*body, pfs_x_chunk_synced);
+            if (!synced) co_return synced.error();
+            if (verifiers) {
+                if (auto st = verifiers->synced(target, synced->verifier); !st) co_return st.error();
+            }
+            co_return Unit{};
+        });
+    }
+    co_return first_error(co_await gather(std::move(tasks)));
 }
 
 awaitable<Status> StripedIo::unlink(const StripeLayout& layout, const pfs_entry_id& file) {

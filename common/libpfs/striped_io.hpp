@@ -2,6 +2,8 @@
 // becomes one chunk request per piece, all in flight at once.
 #pragma once
 
+#include <map>
+#include <set>
 #include <span>
 
 #include "cluster.hpp"
@@ -9,19 +11,38 @@
 
 namespace pfs::client {
 
+// The write verifiers (struct pfs_chunk_written) a file's writes were
+// acknowledged under since its last sync, per target: a sync answering
+// another one means those writes may be lost (the target crashed or lost
+// power before they reached its disk), and the sync fails with EIO.
+class WriteVerifiers {
+public:
+    void seen(uint32_t target, uint64_t verifier);
+    // The target's sync answered verifier: what was written there since
+    // the last sync is durable, or may be lost (-EIO). Starts over.
+    Status synced(uint32_t target, uint64_t verifier);
+
+private:
+    std::map<uint32_t, uint64_t> seen_;
+    std::set<uint32_t> changed_;  // written under more than one verifier
+};
+
 class StripedIo {
 public:
     explicit StripedIo(Cluster& cluster) : cluster_(cluster) {}
 
+    // verifiers: where the write verifiers the targets answer go (a sync
+    // checks them).
     awaitable<Status> write(const StripeLayout& layout, const pfs_entry_id& file, uint64_t offset,
-                            std::span<const uint8_t> data);
+                            std::span<const uint8_t> data, WriteVerifiers* verifiers = nullptr);
     // Fills out completely: holes and bytes past a chunk file's end read as
     // zeros (the caller knows the file size and clamps).
     awaitable<Status> read(const StripeLayout& layout, const pfs_entry_id& file, uint64_t offset,
                            std::span<uint8_t> out);
     // Sets every chunk file to its share of file_size.
     awaitable<Status> truncate(const StripeLayout& layout, const pfs_entry_id& file, uint64_t file_size);
-    awaitable<Status> sync(const StripeLayout& layout, const pfs_entry_id& file);
+    // -EIO when a write recorded in verifiers may have been lost.
+    awaitable<Status> sync(const StripeLayout& layout, const pfs_entry_id& file, WriteVerifiers* verifiers = nullptr);
     awaitable<Status> unlink(const StripeLayout& layout, const pfs_entry_id& file);
 
 private:

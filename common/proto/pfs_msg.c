@@ -663,7 +663,13 @@ int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m)
 
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m)
 {
-	return pfs_x_u32(x, &m->length);
+	pfs_x_u32(x, &m->length);
+	return pfs_x_u64(x, &m->verifier);
+}
+
+int pfs_x_chunk_synced(struct pfs_xdr *x, struct pfs_chunk_synced *m)
+{
+	return pfs_x_u64(x, &m->verifier);
 }
 
 static int pfs_x_chunk_cookie(struct pfs_xdr *x, struct pfs_chunk_cookie *m)

@@ -140,7 +140,7 @@ enum pfs_role {
 	X(MKDIR_ON, 227, PFS_SENT_BY_ANY)	/* pfs_mkdir_on -> attr */ \
 	/* between metadata servers (and fsck's LIST_DETACHED) */	\
 	X(MKDIR_DETACHED, 228, PFS_SENT_BY_SERVER)			\
-	X(RMDIR_DETACHED, 229, PFS_SENT_BY_SERVER)			\
+	X(RMDIR_DETACHED, 229, PFS_SENT_BY_ADMIN)	/* and fsck --repair */ \
 	X(ENTRY_CHECK, 230, PFS_SENT_BY_ADMIN)	/* and fsck */	\
 	X(LIST_DETACHED, 231, PFS_SENT_BY_ADMIN)			\
 	X(MOVE, 232, PFS_SENT_BY_SERVER)				\
@@ -152,7 +152,7 @@ enum pfs_role {
 	X(CHUNK_WRITE, 300, PFS_SENT_BY_ANY)	/* chunk_io + data */	\
 	X(CHUNK_READ, 301, PFS_SENT_BY_ANY)	/* chunk_io -> data */	\
 	X(CHUNK_TRUNCATE, 302, PFS_SENT_BY_ADMIN) /* cut, durably */	\
-	X(CHUNK_SYNC, 303, PFS_SENT_BY_ANY)	/* pfs_chunk_ref */	\
+	X(CHUNK_SYNC, 303, PFS_SENT_BY_ANY)	/* ref -> chunk_synced */ \
 	X(CHUNK_UNLINK, 304, PFS_SENT_BY_ADMIN)	/* pfs_chunk_ref */	\
 	X(CHUNK_STAT, 305, PFS_SENT_BY_ANY)	/* -> pfs_chunk_stat */	\
 	X(CHUNK_LIST, 306, PFS_SENT_BY_ADMIN)	/* -> page + entries */	\
@@ -863,8 +863,21 @@ struct pfs_chunk_stat {
 	__u64 allocated;	/* bytes on disk (sparse files use less) */
 };
 
+/*
+ * The write verifier: a number a storage target keeps while nothing it
+ * acknowledged can have been lost, and changes when it may have (a crash
+ * or power loss before the data reached the disk). A write acknowledged
+ * under one verifier is durable once a CHUNK_SYNC answers the same one; a
+ * different one means the write may be gone (NFS's write verifier).
+ */
 struct pfs_chunk_written {
 	__u32 length;
+	__u64 verifier;
+};
+
+/* CHUNK_SYNC's reply. */
+struct pfs_chunk_synced {
+	__u64 verifier;
 };
 
 /*
@@ -968,6 +981,7 @@ int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
 int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
 int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
+int pfs_x_chunk_synced(struct pfs_xdr *x, struct pfs_chunk_synced *m);
 int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m);
 int pfs_x_close_many(struct pfs_xdr *x, struct pfs_close_many *m);
 int pfs_x_chunk_unlink_many(struct pfs_xdr *x,

@@ -21,7 +21,8 @@ struct MetaServer {
     std::unique_ptr<meta::Service> service;
     std::unique_ptr<meta::MetaStore> store;
     bool opening = false;
-    bool* failed;  // set when the namespace cannot be opened
+    bool stopping = false;
+    bool* failed;  // set when the namespace cannot be opened or journaled
 
     explicit MetaServer(bool* failed_flag) : failed(failed_flag) {}
 
@@ -61,6 +62,23 @@ struct MetaServer {
         return ok_status();
     }
 
+    // The namespace in memory is ahead of the journal for good: serve
+    // nothing more (not even reads: they would show what is not durable),
+    // and exit, so that a restart recovers what is (Restart=on-failure).
+    void fail_stop(asio::io_context& io, const Error& why) {
+        if (stopping) return;
+        stopping = true;
+        log::error("the journal cannot be written: stopping; free the space (or fix the disk) and restart",
+                   {{"error", why.message}});
+        service->fail_stop(why);
+        // The replies already decided still go out.
+        auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(500));
+        timer->async_wait([this, &io, timer](boost::system::error_code) {
+            *failed = true;
+            io.stop();
+        });
+    }
+
     awaitable<void> start(asio::io_context& io, std::filesystem::path dir, uint32_t node_id) {
         auto opened = co_await meta::MetaStore::open(dir, node_id, meta::wall_clock_now(), *ring);
         if (!opened) {
@@ -76,11 +94,16 @@ struct MetaServer {
             timer.expires_after(std::chrono::milliseconds(500));
             co_await timer.async_wait(asio::use_awaitable);
         }
-        service->attach(store->ns(), [this]() -> awaitable<Status> { co_return co_await store->sync(); });
+        service->attach(store->ns(), [this, &io]() -> awaitable<Status> {
+            auto st = co_await store->sync();
+            if (!st) fail_stop(io, st.error());
+            co_return st;
+        });
         log::info("namespace ready", {{"node_id", node_id}, {"seq", store->last_seq()},
                                       {"inodes", store->ns().counts().inodes}});
         co_await service->purge_orphans();
         asio::co_spawn(io, service->expire_sessions(), asio::detached);
+        asio::co_spawn(io, service->reap_chunks(std::chrono::seconds(5)), asio::detached);
         asio::co_spawn(io, service->settle_detached(std::chrono::seconds(1)), asio::detached);
         for (;;) {
             timer.expires_after(std::chrono::seconds(1));
@@ -93,31 +116,30 @@ struct MetaServer {
     }
 };
 
+void add_meta_options(Options& options) {
+    options.add()("session-timeout", po::value<double>()->default_value(30),
+                  "seconds a client may stay silent before its locks are released and its open files closed");
+    options.add()("dir-placement", po::value<std::string>()->default_value("spread"),
+                  "where new directories go: 'spread' over the ONLINE metadata servers with free space, or "
+                  "'local' (with their parent)");
+    const meta::ClientPolicySettings d;
+    options.add()
+        ("trusted-clients", po::value<std::string>()->default_value(d.trusted),
+         "client networks (ADDR[/BITS], comma-separated) whose root is root; root elsewhere acts as anon-uid "
+         "(root-squash)")
+        ("root-squash", po::value<bool>()->default_value(d.root_squash),
+         "map uid and gid 0 of clients outside trusted-clients to anon-uid/anon-gid")
+        ("all-squash-clients", po::value<std::string>()->default_value(d.all_squash),
+         "client networks every user of which acts as anon-uid/anon-gid")
+        ("anon-uid", po::value<uint32_t>()->default_value(d.anon_uid), "the uid squashed users act as")
+        ("anon-gid", po::value<uint32_t>()->default_value(d.anon_gid), "the gid squashed users act as");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
-                            "/var/lib/pfs/meta", false, true, [](Options& options) {
-                                options.add()("session-timeout", po::value<double>()->default_value(30),
-                                              "seconds a client may stay silent before its locks are "
-                                              "released and its open files closed");
-                                options.add()("dir-placement", po::value<std::string>()->default_value("spread"),
-                                              "where new directories go: 'spread' over the ONLINE metadata "
-                                              "servers with free space, or 'local' (with their parent)");
-                                const meta::ClientPolicySettings d;
-                                options.add()
-                                    ("trusted-clients", po::value<std::string>()->default_value(d.trusted),
-                                     "client networks (ADDR[/BITS], comma-separated) whose root is root; "
-                                     "root elsewhere acts as anon-uid (root-squash)")
-                                    ("root-squash", po::value<bool>()->default_value(d.root_squash),
-                                     "map uid and gid 0 of clients outside trusted-clients to anon-uid/anon-gid")
-                                    ("all-squash-clients", po::value<std::string>()->default_value(d.all_squash),
-                                     "client networks every user of which acts as anon-uid/anon-gid")
-                                    ("anon-uid", po::value<uint32_t>()->default_value(d.anon_uid),
-                                     "the uid squashed users act as")
-                                    ("anon-gid", po::value<uint32_t>()->default_value(d.anon_gid),
-                                     "the gid squashed users act as");
-                            }};
+                            "/var/lib/pfs/meta", false, true, add_meta_options};
     bool failed = false;
     auto install = [&failed](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) -> Result<DaemonParts> {
         auto meta = std::make_shared<MetaServer>(&failed);

@@ -441,12 +441,29 @@ std::optional<FreedFile> Namespace::settle(Inode& node, bool keep_orphan) {
 std::optional<FreedFile> Namespace::free_inode(uint64_t ino) {
     auto it = inodes_.find(ino);
     std::optional<FreedFile> freed;
-    if (auto* file = std::get_if<FileBody>(&it->second.body))
+    if (auto* file = std::get_if<FileBody>(&it->second.body)) {
+        reaping_.insert_or_assign(EntryKey::of(it->second.attr.id), file->layout);
         freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size};
+    }
     count(it->second, -1);
     orphans_.erase(ino);
     inodes_.erase(it);
     return freed;
+}
+
+Status Namespace::reaped(std::vector<pfs_entry_id> ids) {
+    if (ids.empty()) return ok_status();
+    if (ids.size() > kReapedMax) return fail(-EINVAL, "too many files in one ReapedOp");
+    auto out = apply(ReapedOp{std::move(ids)});
+    if (!out) return out.error();
+    return ok_status();
+}
+
+Result<Outcome> Namespace::run(const ReapedOp& op) {
+    if (op.ids.size() > kReapedMax) return fail(-EINVAL, "too many files in one ReapedOp");
+    // A file reaped twice (its chunks deleted again) is no error.
+    for (const auto& id : op.ids) reaping_.erase(EntryKey::of(id));
+    return Outcome{};
 }
 
 void Namespace::count(const Inode& node, int delta) {

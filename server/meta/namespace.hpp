@@ -130,6 +130,10 @@ public:
     Counts counts() const;
     // Inodes with no links left (unlinked while open, or left so by a crash).
     std::vector<pfs_entry_id> orphans() const;
+    // Files freed whose chunks may still be on their targets: every freed
+    // file joins, in the same op that frees it (so a crash cannot lose it),
+    // and leaves with reaped() once its chunks are gone everywhere.
+    const std::map<EntryKey, StripeLayout>& reaping() const { return reaping_; }
 
     // ---- mutations: each plans an Op and applies it ----
     // mode: permission bits. With exclusive false an existing non-directory
@@ -205,6 +209,8 @@ public:
     Result<std::optional<FreedFile>> close(const pfs_entry_id& id);
     // Frees an orphan that is not open (recovery).
     Result<std::optional<FreedFile>> purge_orphan(const pfs_entry_id& id);
+    // These files' chunks are deleted on every target (at most kReapedMax).
+    Status reaped(std::vector<pfs_entry_id> ids);
 
     // ---- replication and persistence ----
     // The one place state changes. All or nothing: on error nothing changed.
@@ -262,6 +268,7 @@ private:
     Result<Outcome> run(const MovedLinkOp& op);
     Result<Outcome> run(const DropEntryOp& op);
     Result<Outcome> run(const DetachedUnlinkOp& op);
+    Result<Outcome> run(const ReapedOp& op);
 
     // Shared by create, mkdir and symlink once the op is validated.
     Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);
@@ -284,6 +291,7 @@ private:
     std::set<uint64_t> orphans_;
     std::set<uint64_t> detached_;                 // inodes with a remote entry (Inode::remote)
     std::map<EntryKey, uint64_t> remote_entries_;  // other servers' inodes an entry here names: its directory
+    std::map<EntryKey, StripeLayout> reaping_;     // freed files whose chunks may remain
     Counts counts_;
     std::function<void(const Op&)> observer_;
 };

@@ -159,6 +159,13 @@ void xfer_op(pfs_xdr* x, DetachedUnlinkOp& o) {
     xfer(x, o.keep_orphan);
 }
 
+void xfer_op(pfs_xdr* x, ReapedOp& o) {
+    auto n = static_cast<uint32_t>(o.ids.size());
+    if (pfs_x_count(x, &n, kReapedMax, 16)) return;
+    if (pfs_xdr_decoding(x)) o.ids.resize(n);
+    for (auto& id : o.ids) xfer(x, id);
+}
+
 template <size_t... I>
 Op op_of_index(size_t index, std::index_sequence<I...>) {
     Op op;

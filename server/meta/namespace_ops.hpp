@@ -196,10 +196,20 @@ struct DetachedUnlinkOp {
     bool keep_orphan = false;  // it was open: keep it at nlink 0
 };
 
+// The chunks of these freed files are gone from every target of their
+// layouts: they leave the set of files to reap.
+struct ReapedOp {
+    std::vector<pfs_entry_id> ids{};
+};
+
 // The encoding tags an op with its index here: append new kinds at the end.
 using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
                         SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp, DetachedMkdirOp, DetachedStateOp,
-                        DetachedRmdirOp, RemoteEntryOp, MoveStateOp, MovedLinkOp, DropEntryOp, DetachedUnlinkOp>;
+                        DetachedRmdirOp, RemoteEntryOp, MoveStateOp, MovedLinkOp, DropEntryOp, DetachedUnlinkOp,
+                        ReapedOp>;
+
+// Files in one ReapedOp at most.
+inline constexpr size_t kReapedMax = 4096;
 
 // Little-endian, versioned, through the shared C codec. Fails only for an
 // op whose strings or lists exceed the namespace's limits (which apply()

@@ -5,6 +5,9 @@
 //   inode    kind, attributes, xattrs, body; a directory's header carries
 //            its entry count, and its entries follow in records of at most
 //            kEntriesPerRecord, in cookie order
+//   reaping  (version 4 on) the count of freed files whose chunks may
+//            remain, then records of at most kEntriesPerRecord of them (id
+//            and layout), in id order
 //
 // Inodes go out in ino order and entries in cookie order, so the bytes
 // depend on the namespace's state alone. Loading checks every field, then
@@ -28,7 +31,8 @@ constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 // 2: a directory record says whether it is detached (parent on another server).
 // 3: every inode record says where its entry is when on another server, and
 //    whether it moves (RemoteParent with `from`).
-constexpr uint32_t kSnapshotVersion = 3;
+// 4: the files freed whose chunks may remain follow the inodes.
+constexpr uint32_t kSnapshotVersion = 4;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -242,6 +246,22 @@ Status read_entries(RecordReader& in, Directory& dir, const DirHeader& dh) {
     return ok_status();
 }
 
+// One freed file whose chunks may remain.
+struct ReapRecord {
+    pfs_entry_id id{};
+    StripeLayout layout;
+};
+
+void xfer_reaping(pfs_xdr* x, std::vector<ReapRecord>& batch) {
+    auto n = static_cast<uint32_t>(batch.size());
+    if (pfs_x_count(x, &n, kEntriesPerRecord, 16 + 12)) return;
+    if (pfs_xdr_decoding(x)) batch.resize(n);
+    for (auto& r : batch) {
+        xfer(x, r.id);
+        xfer(x, r.layout);
+    }
+}
+
 }  // namespace
 
 Status Namespace::snapshot_to(const std::function<void(std::span<const uint8_t>)>& write) const {
@@ -271,6 +291,15 @@ Status Namespace::snapshot_to(const std::function<void(std::span<const uint8_t>)
         });
         if (!batch.empty()) flush();
         if (!st) return st;
+    }
+    uint64_t reaping = reaping_.size();
+    if (auto st = out.put([&](pfs_xdr* x) { xfer(x, reaping); }); !st) return st;
+    std::vector<ReapRecord> reap;
+    for (auto it = reaping_.begin(); it != reaping_.end();) {
+        reap.clear();
+        for (; it != reaping_.end() && reap.size() < kEntriesPerRecord; ++it)
+            reap.push_back(ReapRecord{it->first.id(), it->second});
+        if (auto st = out.put([&](pfs_xdr* x) { xfer_reaping(x, reap); }); !st) return st;
     }
     return ok_status();
 }
@@ -309,6 +338,22 @@ Result<Namespace> Namespace::restore(std::span<const uint8_t> bytes) {
         ns.count(n, +1);
         if (!ns.inodes_.emplace(ino, std::move(n)).second)
             return damaged("inode " + std::to_string(ino) + " twice");
+    }
+    if (h.version >= 4) {
+        uint64_t reaping = 0;
+        if (auto st = in.next([&](pfs_xdr* x) { xfer(x, reaping); }); !st) return st.error();
+        std::vector<ReapRecord> batch;
+        while (ns.reaping_.size() < reaping) {
+            if (auto st = in.next([&](pfs_xdr* x) { xfer_reaping(x, batch); }); !st) return st.error();
+            if (batch.empty()) return damaged("empty reaping record");
+            for (auto& r : batch) {
+                if (ns.inodes_.count(r.id.ino) && same_id(ns.inodes_.at(r.id.ino).attr.id, r.id))
+                    return damaged("a live inode among the files to reap");
+                if (!ns.reaping_.emplace(EntryKey::of(r.id), std::move(r.layout)).second)
+                    return damaged("a file to reap twice");
+            }
+        }
+        if (ns.reaping_.size() != reaping) return damaged("wrong count of files to reap");
     }
     if (!in.at_end()) return damaged("trailing bytes");
     if (auto st = ns.verify(); !st) return st.error();

@@ -49,6 +49,27 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
     durable_ = std::move(durable);
+    // Gone from every target: out of the durable set (journaled with the
+    // next batch; were it lost, the chunks would only be deleted again).
+    reaper_.on_reaped([this](std::vector<pfs_entry_id> ids) {
+        for (size_t at = 0; at < ids.size(); at += kReapedMax) {
+            std::vector<pfs_entry_id> part(ids.begin() + static_cast<ptrdiff_t>(at),
+                                           ids.begin() + static_cast<ptrdiff_t>(std::min(ids.size(), at + kReapedMax)));
+            if (auto st = ns_->reaped(std::move(part)); !st)
+                log::warn("reaped files not recorded", {{"error", st.error().message}});
+        }
+    });
+}
+
+awaitable<void> Service::reap_chunks(std::chrono::milliseconds period) {
+    asio::steady_timer timer(ex_);
+    for (;;) {
+        if (ns_ && !stopped_) reaper_.sweep(ns_->reaping(), kReapSweepMax);
+        timer.expires_after(period);
+        boost::system::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return;
+    }
 }
 
 void Service::install() {
@@ -62,6 +83,7 @@ void Service::install() {
                 settle_notices(req);
             }
             if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
+            if (stopped_) co_return Reply::fail(EIO, "metadata server stopped: its journal failed: " + stopped_->message);
             co_return co_await (this->*method)(req);
         });
     };

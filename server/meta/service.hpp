@@ -41,11 +41,19 @@ public:
     // Handlers answer -EAGAIN until the namespace is attached (after the
     // node is registered and its store recovered).
     void attach(Namespace& ns, Durable durable);
+    // The namespace can no longer be made durable: every request from now
+    // on is answered EIO, none from the namespace in memory.
+    void fail_stop(const Error& why) { stopped_ = why; }
     void install();
     // Frees the files a crash left unlinked but not yet removed.
     awaitable<void> purge_orphans();
     // Chunk deletions still queued go out now (clean shutdown).
     awaitable<void> flush_deletions() { return reaper_.flush(); }
+    // Retries the deletions of freed files' chunks that have not
+    // succeeded (a target was away, the server restarted) every `period`;
+    // runs until the executor stops.
+    awaitable<void> reap_chunks(std::chrono::milliseconds period);
+    static constexpr size_t kReapSweepMax = 4096;  // files queued per round at most
     // Ends the sessions of clients gone silent, every quarter timeout; runs
     // until the executor stops.
     awaitable<void> expire_sessions();
@@ -180,6 +188,7 @@ private:
     std::chrono::steady_clock::time_point targets_reloaded_{};
     Namespace* ns_ = nullptr;
     Durable durable_;
+    std::optional<Error> stopped_;
     Sessions sessions_;
     LockTable locks_;
     Callbacks callbacks_;

@@ -1,5 +1,7 @@
 #include "chunk_store.hpp"
 
+#include "write_verifier.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -129,15 +131,27 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::open(Uring& ring, const std::fil
             return Error{-err, "cannot create a file in storage target " + target_dir.string() + ": " +
                                    errno_text(-err)};
     }
-    return std::unique_ptr<ChunkStore>(new ChunkStore(ring, target_dir, std::move(dir), options));
+    auto verifier = WriteVerifier::take(dir.get(), target_dir.string());
+    if (!verifier) return verifier.error();
+    return std::unique_ptr<ChunkStore>(new ChunkStore(ring, target_dir, std::move(dir), options, *verifier));
 }
 
-ChunkStore::ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options)
+ChunkStore::ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options,
+                       uint64_t verifier)
     : ring_(ring),
       dir_path_(std::move(dir_path)),
       dir_(std::move(dir)),
+      verifier_(verifier),
       options_(options),
       cache_(options.max_open_files) {}
+
+Status ChunkStore::stop_cleanly() {
+    // syncfs reports any writeback error of the file system since the
+    // descriptor was opened: then the verifier must change, and stays unsaid.
+    if (::syncfs(dir_.get()) != 0)
+        return Error{-errno, "syncfs " + dir_path_.string() + ": " + errno_text(-errno)};
+    return WriteVerifier::leave(dir_.get(), dir_path_.string(), verifier_);
+}
 
 std::string ChunkStore::chunk_path(const pfs_entry_id& id) { return fanout_dir(id) + "/" + chunk_name(id); }
 

@@ -96,6 +96,12 @@ public:
     static Result<std::unique_ptr<ChunkStore>> open(Uring& ring, const std::filesystem::path& target_dir,
                                                     ChunkStoreOptions options = {});
 
+    // What writes are acknowledged under (write_verifier.hpp).
+    uint64_t verifier() const { return verifier_; }
+    // A clean stop: everything of the target to disk (syncfs), then the
+    // verifier left for the next start. Blocking system calls.
+    Status stop_cleanly();
+
     // Writes all of data at offset, creating the chunk file (mode 0600) on first write.
     awaitable<Result<size_t>> write(const pfs_entry_id& id, uint64_t offset, std::span<const uint8_t> data);
     // Up to length bytes at offset: short at the end of the file, empty
@@ -128,7 +134,8 @@ public:
     size_t open_files() const { return cache_.size(); }
 
 private:
-    ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options);
+    ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options,
+               uint64_t verifier);
     // The chunk's descriptor, cached or opened now (O_RDWR; with create,
     // O_CREAT and the fan-out directory made if missing).
     awaitable<Result<OpenFileCache::File>> file(const pfs_entry_id& id, bool create);
@@ -146,6 +153,7 @@ private:
     Uring& ring_;
     std::filesystem::path dir_path_;
     UniqueFd dir_;
+    uint64_t verifier_;
     ChunkStoreOptions options_;
     OpenFileCache cache_;
     // Bumped by every unlink: an open that raced with one is not cached, so

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
         if (!service) return service.error();
         (*service)->install(server);
         if (options.chunks.direct_io) pfs::log::info("chunk files use O_DIRECT");
+        // Not a coroutine itself: the lambda may be gone before the work ends.
+        ctx.before_stop = [service = *service] { return service->stop_cleanly(); };
         return pfs::DaemonParts{};
     };
     return pfs::run_server_daemon(spec, argc, argv, install);

@@ -89,6 +89,16 @@ void StorageService::install(RpcServer& server) {
     add(PFS_MSG_CHUNK_LIST, &StorageService::list);
 }
 
+awaitable<void> StorageService::stop_cleanly() {
+    auto self = shared_from_this();  // the caller's handle may go first
+    for (auto& t : targets_) {
+        if (auto st = t->store->stop_cleanly(); !st)
+            log::warn("target not stopped cleanly: clients will see its writes as possibly lost",
+                      {{"target", t->store->directory().string()}, {"error", st.error().message}});
+    }
+    co_return;
+}
+
 StorageService::Target* StorageService::find(uint32_t target_id) {
     for (size_t i = 0; i < agent_targets_.size() && i < targets_.size(); ++i)
         if (agent_targets_[i].id == target_id && target_id != 0) return targets_[i].get();
@@ -115,7 +125,7 @@ awaitable<Reply> StorageService::write(Request& req) {
     auto done = co_await target->store->write(w->io.chunk.file, w->io.offset, w->data);
     if (!done) co_return failed(*target, done.error());
     target->reported_full = false;
-    co_return encoded(pfs_x_chunk_written, pfs_chunk_written{static_cast<uint32_t>(*done)});
+    co_return encoded(pfs_x_chunk_written, pfs_chunk_written{static_cast<uint32_t>(*done), target->store->verifier()});
 }
 
 awaitable<Reply> StorageService::read(Request& req) {
@@ -143,7 +153,8 @@ awaitable<Reply> StorageService::sync(Request& req) {
     Target* target = find(ref->target_id);
     if (!target) co_return unknown_target(ref->target_id);
     auto st = co_await target->store->sync(ref->file);
-    co_return st ? Reply::ok() : failed(*target, st.error());
+    if (!st) co_return failed(*target, st.error());
+    co_return encoded(pfs_x_chunk_synced, pfs_chunk_synced{target->store->verifier()});
 }
 
 awaitable<Reply> StorageService::unlink(Request& req) {

@@ -36,6 +36,9 @@ public:
 
     // Registers the chunk handlers; they keep the service alive.
     void install(RpcServer& server);
+    // SIGTERM: every target's data to disk, its write verifier kept for
+    // the next start (write_verifier.hpp).
+    awaitable<void> stop_cleanly();
 
     awaitable<Reply> write(Request& req);
     awaitable<Reply> read(Request& req);

@@ -97,6 +97,7 @@ FUZZ_WRAP(chunk_page)
 FUZZ_WRAP(chunk_entry)
 FUZZ_WRAP(client_token)
 FUZZ_WRAP(client_bound)
+FUZZ_WRAP(chunk_synced)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -212,6 +213,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(remote_link),
 	FUZZ_BODY(client_token),
 	FUZZ_BODY(client_bound),
+	FUZZ_BODY(chunk_synced),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

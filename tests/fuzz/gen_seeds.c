@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 		struct pfs_chunk_truncate ct = { { { 77, 2, 1 }, 101 },
 						 5ull << 30 };
 		struct pfs_chunk_stat cs = { 4096, 8192 };
-		struct pfs_chunk_written cw = { 65536 };
+		struct pfs_chunk_written cw = { 65536, 0x0123456789abcdefull };
 
 		SEED(chunk_ref, "1", &cr);
 		SEED(chunk_io, "1", &io);
@@ -362,8 +362,11 @@ int main(int argc, char **argv)
 		struct pfs_client_bound b = { 0x1122334455667788ull };
 
 		memset(&t, 0x77, sizeof(t));
+		struct pfs_chunk_synced sy = { 0x0123456789abcdefull };
+
 		SEED(client_token, "1", &t);
 		SEED(client_bound, "1", &b);
+		SEED(chunk_synced, "1", &sy);
 	}
 	return 0;
 }

@@ -294,7 +294,7 @@ class Hostile(unittest.TestCase):
             good = self.client(self.storage.port)
             data = os.urandom(1 << 20)
             status, body = good.call(MSG["CHUNK_WRITE"], pfswire.chunk_io(1, 4243, 0, len(data)) + data)
-            self.assertEqual((status, struct.unpack("<I", body)[0]), (0, len(data)))
+            self.assertEqual((status, struct.unpack_from("<I", body)[0]), (0, len(data)))
             good.close()
         finally:
             for c in conns:

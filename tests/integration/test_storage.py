@@ -84,7 +84,7 @@ class StorageServer(unittest.TestCase):
 
     def write(self, target, ino, offset, data, conn=None):
         body = self.ok("CHUNK_WRITE", pfswire.chunk_io(target, ino, offset, len(data)) + data, conn)
-        self.assertEqual(struct.unpack("<I", body)[0], len(data))
+        self.assertEqual(struct.unpack_from("<I", body)[0], len(data))
 
     def read(self, target, ino, offset, length):
         return self.ok("CHUNK_READ", pfswire.chunk_io(target, ino, offset, length))
@@ -249,7 +249,7 @@ class StorageServer(unittest.TestCase):
         ids = [conn.send(MSG["CHUNK_WRITE"], pfswire.chunk_io(t, ino, BEYOND_4G, size) + data)
                for ino, data in chunks]
         for status, body in conn.replies(ids).values():
-            self.assertEqual((status, struct.unpack("<I", body)[0]), (0, size))
+            self.assertEqual((status, struct.unpack_from("<I", body)[0]), (0, size))
         ids = {conn.send(MSG["CHUNK_READ"], pfswire.chunk_io(t, ino, BEYOND_4G, size)): data
                for ino, data in chunks}
         for request_id, (status, body) in conn.replies(list(ids)).items():

@@ -40,6 +40,7 @@ GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
 CHUNK_WRITE, CHUNK_READ = 300, 301
 E_AUTH = 1001
 NODE_ID, NODE_STORAGE, TARGET_ID = 7, 3, 1
+WRITE_VERIFIER = 0x5eed
 
 
 def pstr(s):
@@ -173,7 +174,7 @@ class Conn:
                 if len(buf) < offset + length:
                     buf.extend(bytes(offset + length - len(buf)))
                 buf[offset:offset + length] = data
-            self.reply(h, ok(struct.pack("<I", length)))
+            self.reply(h, ok(struct.pack("<IQ", length, WRITE_VERIFIER)))
         elif t == CHUNK_READ:
             self.chunk_read(h, p)
         else:

@@ -1,12 +1,18 @@
 // pfs-meta's chunk reaper against real pfs-storage processes: the chunks
 // of removed files go in batches (far fewer requests than files), every
 // chunk file is gone afterwards; files removed one by one within the linger
-// go in one request per target.
+// go in one request per target; chunks a dead target kept are deleted once
+// it is back, even when pfs-meta restarted meanwhile.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 
+#include <fcntl.h>
+#include <signal.h>
+
 #include "chunk_reaper.hpp"
+#include "filesystem.hpp"
+#include "fs_waits.hpp"
 #include "striped_io.hpp"
 #include "two_targets.hpp"
 
@@ -80,6 +86,75 @@ TEST_CASE("files removed one by one within the linger go in one request per targ
         co_await drained(io, reaper);
         CHECK(reaper.requests() == 4);
         cluster->close();
+    });
+    INFO(tc.logs());
+    REQUIRE(ok);
+}
+
+namespace {
+
+// Chunk files on a storage server's targets.
+size_t chunks_on(const TestCluster& tc, const std::string& server) {
+    size_t n = 0;
+    for (const auto& dir : std::filesystem::directory_iterator(tc.dir())) {
+        if (!dir.is_directory() || !dir.path().filename().string().starts_with(server + "-t")) continue;
+        for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
+            n += e.is_regular_file() && e.path().parent_path().parent_path().filename() == "chunks";
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("chunks of files removed while their target was down are deleted when it is back, across restarts",
+          "[system]") {
+    using namespace std::chrono_literals;
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    tc.start_storage("s1", 1);
+    tc.start_storage("s2", 1);
+    asio::io_context io;
+    ClientConfig cfg;
+    cfg.request_timeout = 3s;
+    cfg.connect_timeout = 1s;
+    cfg.backoff_max = 500ms;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+    FileSystem fs(cluster, FileSystemOptions{0ms});
+    constexpr int kFiles = 100;
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        Result<pfs_attr> ready = Error{};
+        for (int i = 0; i < 300 && !ready; ++i) {
+            (void)co_await cluster.start();
+            if (cluster.targets().size() == 2) ready = co_await fs.mkdir("/r");
+            if (!ready) co_await test::pause(io, 50ms);
+        }
+        REQUIRE_OK(ready);
+        REQUIRE_OK(co_await fs.set_pattern("/r", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID}));
+        const Bytes data(100u << 10, 0x3c);  // a chunk on each target
+        for (int i = 0; i < kFiles; ++i) {
+            auto f = co_await fs.open("/r/f" + std::to_string(i), O_CREAT | O_WRONLY);
+            REQUIRE_OK(f);
+            REQUIRE_OK(co_await fs.write(*f, 0, data));
+            REQUIRE_OK(co_await fs.close(*f));
+        }
+        REQUIRE(chunks_on(tc, "s1") == kFiles);
+        REQUIRE(chunks_on(tc, "s2") == kFiles);
+
+        // s2 dies; the files go; then pfs-meta dies and comes back too.
+        tc.daemon("s2").kill(SIGKILL);
+        for (int i = 0; i < kFiles; ++i) REQUIRE_OK(co_await fs.unlink("/r/f" + std::to_string(i)));
+        bool s1_clean = co_await test::eventually(io, 20s, [&]() -> awaitable<bool> { co_return chunks_on(tc, "s1") == 0; });
+        CHECK(s1_clean);
+        CHECK(chunks_on(tc, "s2") == kFiles);
+        tc.daemon("m1").kill(SIGKILL);
+        tc.daemon("m1").start();
+        tc.daemon("s2").start();
+        // Nothing left behind, on the target that was away too.
+        bool s2_clean = co_await test::eventually(io, 60s, [&]() -> awaitable<bool> { co_return chunks_on(tc, "s2") == 0; });
+        CHECK(s2_clean);
+        cluster.close();
     });
     INFO(tc.logs());
     REQUIRE(ok);

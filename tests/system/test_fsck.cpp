@@ -1,4 +1,4 @@
-// pfs-ctl fsck --readonly against real daemons: a file system with empty,
+// pfs-ctl fsck --readonly and --repair against real daemons: a file system with empty,
 // small, multi-chunk, sparse, hard-linked and unlinked-but-open files is
 // clean; chunk files planted behind the servers' backs are reported, each
 // exactly once and nothing else; an unreachable storage server makes the
@@ -153,14 +153,22 @@ TEST_CASE("fsck: clean file system, planted orphan chunks, unreachable server", 
         CHECK(listed.out.find("orphan chunk: " + id_key(nobody)) != std::string::npos);
         CHECK(listed.out.find("2 problems found") != std::string::npos);
 
-        std::filesystem::remove(nobody_chunk);
-        std::filesystem::remove(misplaced_chunk);
+        // --repair deletes both, and says so; the file system is clean after.
+        auto repaired = ctl(tc, "fsck --repair --json");
+        CHECK(repaired.status == 1);
+        json mended = json::parse(repaired.out);
+        REQUIRE(mended["problems"].size() == 2);
+        for (const auto& p : mended["problems"]) CHECK(p["repaired"] == true);
+        CHECK_FALSE(std::filesystem::exists(nobody_chunk));
+        CHECK_FALSE(std::filesystem::exists(misplaced_chunk));
         CHECK(fsck_json(tc, 0)["clean"] == true);
+        auto one_back = co_await fs.stat("/fsck/single/one");
+        REQUIRE_OK(one_back);  // the file whose chunk was misplaced is whole
 
-        // Repair is not there, and no check passes without every target.
-        auto no_readonly = ctl(tc, "fsck");
-        CHECK(no_readonly.status == 2);
-        CHECK(no_readonly.err.find("repair is not implemented") != std::string::npos);
+        // One of --readonly and --repair, and no check passes without every target.
+        auto neither = ctl(tc, "fsck");
+        CHECK(neither.status == 2);
+        CHECK(neither.err.find("--readonly (check only) or --repair") != std::string::npos);
         tc.daemon("s2").kill(SIGKILL);
         auto unreachable = ctl(tc, "fsck --readonly");
         CHECK(unreachable.status == 2);

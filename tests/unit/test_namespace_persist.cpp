@@ -49,7 +49,7 @@ public:
         const pfs_entry_id node = pick_live(nodes_);
         std::string name = some_name();
         int rc = 0;
-        switch (below(24)) {
+        switch (below(25)) {
             case 0:
             case 1: {
                 auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2));
@@ -176,6 +176,15 @@ public:
                 break;
             }
             case 23: rc = err(ns.remove_detached(some_detached(node))); break;
+            case 24: {
+                // Chunks deleted: some of the files waiting for it, now and then one never freed.
+                std::vector<pfs_entry_id> ids;
+                for (const auto& [key, layout] : ns.reaping())
+                    if (below(2)) ids.push_back(key.id());
+                if (below(4) == 0) ids.push_back(node);
+                rc = ids.empty() ? -ENOENT : err(ns.reaped(ids));
+                break;
+            }
         }
         if (rc) ++failures_;
     }
@@ -296,6 +305,7 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         MovedLinkOp{p, "moved", pfs_entry_id{9, 8, 1}, DT_REG, true, at(24)},
         DropEntryOp{p, "moved", pfs_entry_id{9, 8, 1}, at(25)},
         DetachedUnlinkOp{id, true},
+        ReapedOp{{id, p}},
     };
     REQUIRE(ops.size() == std::variant_size_v<Op>);
     for (const auto& op : ops) {
@@ -378,6 +388,35 @@ TEST_CASE("a snapshot keeps cookies, patterns, orphans and the inode counter", "
     CHECK(next->attr.id.ino == o.ino + 1);  // numbers are never handed out twice
     // New entries go after every cookie handed out before the snapshot.
     CHECK(back->readdir(d, rest_here->next_cookie, 10)->entries.at(0).name == "new");
+}
+
+TEST_CASE("freed files wait in the durable set until their chunks are reaped", "[namespace]") {
+    Fs fs;
+    auto root = fs.root();
+    auto a = fs.file(root, "a");
+    auto b = fs.file(root, "b");
+    fs.file(root, "c");
+    CHECK(fs.ns.reaping().empty());
+    REQUIRE(fs.ns.unlink(root, "a", fs.tick()));
+    REQUIRE(fs.ns.rename(root, "c", root, "b", 0, fs.tick()));  // b replaced: freed too
+    REQUIRE(fs.ns.reaping().size() == 2);
+    CHECK(fs.ns.reaping().count(EntryKey::of(a)));
+    CHECK(fs.ns.reaping().count(EntryKey::of(b)));
+    CHECK_FALSE(fs.ns.reaping().at(EntryKey::of(a)).targets.empty());
+
+    // The set survives a snapshot, and a damaged one is refused.
+    Bytes snap = snapshot_of(fs.ns);
+    auto back = Namespace::restore(snap);
+    REQUIRE(back);
+    CHECK(back->reaping().size() == 2);
+    CHECK(snapshot_of(*back) == snap);
+    for (size_t cut = 1; cut < 40; ++cut) CHECK_FALSE(Namespace::restore(std::span(snap.data(), snap.size() - cut)));
+
+    REQUIRE(fs.ns.reaped({a}));
+    CHECK(fs.ns.reaping().size() == 1);
+    REQUIRE(fs.ns.reaped({a, b}));  // reaped twice: no harm
+    CHECK(fs.ns.reaping().empty());
+    CHECK(err(fs.ns.reaped(std::vector<pfs_entry_id>(kReapedMax + 1, a))) == -EINVAL);
 }
 
 TEST_CASE("a random history replays to the same namespace", "[namespace]") {

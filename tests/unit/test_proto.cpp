@@ -547,7 +547,7 @@ TEST_CASE("proto: every message has a name and says who may send it", "[proto]")
 	/* Clients may never send what servers send each other. */
 	const __u16 server_only[] = {
 		PFS_MSG_REGISTER_TARGET, PFS_MSG_HEARTBEAT, PFS_MSG_MKDIR_DETACHED,
-		PFS_MSG_RMDIR_DETACHED, PFS_MSG_MOVE,
+		PFS_MSG_MOVE,
 		PFS_MSG_REMOTE_LINK, PFS_MSG_ENTRY_DROP,
 	};
 	for (__u16 type : server_only) {
@@ -670,8 +670,13 @@ TEST_CASE("proto: fixed-size bodies round trip", "[proto]")
 	SECTION("chunk written") {
 		Msg m(pfs_x_chunk_written);
 		m.body.length = PFS_MAX_IO;
-		CHECK(encode(m).size() == 4);
+		m.body.verifier = 0x1122334455667788ULL;
+		CHECK(encode(m).size() == 12);
 		check_message(m);
+		Msg synced(pfs_x_chunk_synced);
+		synced.body.verifier = 0x8877665544332211ULL;
+		CHECK(encode(synced).size() == 8);
+		check_message(synced);
 	}
 }
 

@@ -37,9 +37,10 @@ const std::vector<Command>& all_commands() {
         {"stats", "server", "[--interval S] [--by-type]",
          "requests and MB/s read and written per server (per message type with --by-type)",
          {"interval", "by-type"}, 0, 0, stats_server},
-        {"fsck", "", "--readonly",
-         "check the namespace against the chunk files: exit 0 clean, 1 problems found, 2 could not check",
-         {"readonly"}, 0, 0, fsck},
+        {"fsck", "", "--readonly | --repair",
+         "check the namespace against the chunk files (--repair: then delete orphan chunks and empty orphan "
+         "directories): exit 0 clean, 1 problems found, 2 could not check",
+         {"readonly", "repair"}, 0, 0, fsck},
         {"auth", "key", "client|admin",
          "print the key file of a role (mode 0600 on the node that uses it), from the cluster secret in --auth-file",
          {}, 1, 1, auth_key},

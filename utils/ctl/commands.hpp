@@ -41,7 +41,7 @@ struct Command {
 // Options that only some commands take; main() checks them against Command::flags.
 inline constexpr std::string_view kCommandFlags[] = {
     "type", "state", "space", "id", "parents", "long", "recursive", "chunk-size", "num-targets", "pool",
-    "interval", "by-type", "readonly"};
+    "interval", "by-type", "readonly", "repair"};
 
 const std::vector<Command>& all_commands();
 const Command* find_command(std::string_view noun, std::string_view verb);

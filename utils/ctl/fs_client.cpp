@@ -155,6 +155,24 @@ Result<ChunkPage> FsClient::chunk_list(uint32_t target_id, const pfs_chunk_cooki
     return impl_->run(list_chunks(*impl_->cluster, pfs_chunk_list{target_id, from, max}));
 }
 
+Status FsClient::chunk_unlink(uint32_t target_id, const pfs_entry_id& file) {
+    auto body = impl_->run(impl_->cluster->call_target_ok(target_id, PFS_MSG_CHUNK_UNLINK,
+                                                          encode(pfs_x_chunk_ref, pfs_chunk_ref{file, target_id})));
+    if (!body) return body.error();
+    return ok_status();
+}
+
+Status FsClient::remove_detached_dir(const pfs_entry_id& dir) {
+    // As the parent's server removes one (prepare: empty, no new entries;
+    // then commit), for a directory whose entry is gone for good.
+    for (uint8_t phase : {uint8_t{PFS_RMDIR_PREPARE}, uint8_t{PFS_RMDIR_COMMIT}}) {
+        auto body = impl_->run(impl_->cluster->call_meta_ok(dir.owner_node, PFS_MSG_RMDIR_DETACHED,
+                                                            encode(pfs_x_rmdir_detached, pfs_rmdir_detached{dir, phase})));
+        if (!body) return body.error();
+    }
+    return ok_status();
+}
+
 Result<std::vector<DirEntry>> FsClient::readdir(const std::string& path) {
     auto entries = impl_->run(impl_->fs->readdir(path));
     if (!entries) return entries.error();

@@ -91,6 +91,10 @@ public:
     Result<std::vector<uint8_t>> entry_states(uint32_t owner, const std::vector<pfs_entry_id>& dirs);
     // Up to max of a target's chunk files from `from` (zeros: the start).
     Result<ChunkPage> chunk_list(uint32_t target_id, const pfs_chunk_cookie& from, uint32_t max);
+    // fsck --repair (the admin role): deletes a chunk file; removes a
+    // detached directory no entry names, when it is empty (ENOTEMPTY else).
+    Status chunk_unlink(uint32_t target_id, const pfs_entry_id& file);
+    Status remove_detached_dir(const pfs_entry_id& dir);
 
     // Creates or truncates `path` and fills it from `source`, kPieceSize bytes
     // at a time with up to kPiecesInFlight pieces under way. Returns the size.

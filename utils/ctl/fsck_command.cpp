@@ -18,14 +18,21 @@
 // again a second later: pfs-meta deletes them in batches after the unlink,
 // and only those still there are orphans.
 //
-// Exit status: 0 clean, 1 problems found (printed), 2 could not check (a
-// server did not answer); it never changes anything.
+// --repair then mends what it found (the admin role): orphan chunks are
+// deleted; an orphan directory no entry names is removed when empty (one
+// with entries is left, reported); one its server is still settling is
+// left to it.
+//
+// Exit status: 0 clean, 1 problems found (printed; with --repair, whether
+// each was repaired), 2 could not check (a server did not answer). Without
+// --repair it changes nothing.
 #include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -61,6 +68,8 @@ struct Problem {
     uint32_t target_id = 0;  // orphan chunks
     uint64_t size = 0;
     std::string reason;
+    std::optional<bool> repaired{};  // --repair: whether it was
+    std::string repair_note{};
 };
 
 // The inode is gone (ESTALE: the metadata server knows no such inode).
@@ -83,6 +92,7 @@ public:
     Status walk();
     Status check_detached();
     Status check_chunks();
+    void repair();
 
     std::vector<Problem> problems;
     uint64_t directories = 0, files = 0, others = 0, chunks = 0;
@@ -316,6 +326,24 @@ Status Fsck::confirm_deleted() {
     return ok_status();
 }
 
+void Fsck::repair() {
+    for (auto& p : problems) {
+        Status st = ok_status();
+        if (p.kind == "orphan_chunk") {
+            st = fs_.chunk_unlink(p.target_id, p.id);
+        } else if (p.kind == "orphan_directory" && p.reason == "no entry names it") {
+            st = fs_.remove_detached_dir(p.id);
+            if (!st && st.error().code == -ENOTEMPTY) st = Error{-ENOTEMPTY, "it holds entries; left as it is"};
+        } else if (p.kind == "orphan_directory") {
+            st = Error{-EBUSY, "left to its server, which settles it"};
+        } else {
+            st = Error{-EINVAL, "a dangling entry is not repaired: remove it (pfs-ctl rm)"};
+        }
+        p.repaired = st.ok();
+        if (!st) p.repair_note = st.error().message;
+    }
+}
+
 std::string target_label(const Snapshot& snap, uint32_t target_id) {
     const pfs_target_info* t = snap.target(target_id);
     std::string label = "target " + std::to_string(target_id);
@@ -337,6 +365,10 @@ std::string render(const Fsck& f, const Snapshot& snap, size_t targets, bool as_
                 j["path"] = p.path;
             }
             j["reason"] = p.reason;
+            if (p.repaired) {
+                j["repaired"] = *p.repaired;
+                if (!*p.repaired) j["not_repaired_because"] = p.repair_note;
+            }
             list.push_back(std::move(j));
         }
         return render_json({{"clean", f.problems.empty()},
@@ -353,12 +385,14 @@ std::string render(const Fsck& f, const Snapshot& snap, size_t targets, bool as_
     for (const auto& p : f.problems) {
         if (p.kind == "orphan_chunk")
             out += "orphan chunk: " + entry_id_string(p.id) + " on " + target_label(snap, p.target_id) + " (" +
-                   std::to_string(p.size) + " bytes): " + p.reason + "\n";
+                   std::to_string(p.size) + " bytes): " + p.reason;
         else if (p.kind == "orphan_directory")
             out += "orphan directory: " + entry_id_string(p.id) + " on metadata node " +
-                   std::to_string(p.id.owner_node) + ": " + p.reason + "\n";
+                   std::to_string(p.id.owner_node) + ": " + p.reason;
         else
-            out += "dangling entry: " + p.path + " (" + entry_id_string(p.id) + "): " + p.reason + "\n";
+            out += "dangling entry: " + p.path + " (" + entry_id_string(p.id) + "): " + p.reason;
+        if (p.repaired) out += *p.repaired ? " -- repaired" : " -- not repaired: " + p.repair_note;
+        out += "\n";
     }
     out += f.problems.empty() ? "no problems found\n" : std::to_string(f.problems.size()) + " problems found\n";
     return out;
@@ -367,8 +401,9 @@ std::string render(const Fsck& f, const Snapshot& snap, size_t targets, bool as_
 }  // namespace
 
 Result<std::string> fsck(Context& ctx) {
-    if (!ctx.options.get<bool>("readonly"))
-        return Error{kFsckUnchecked, "fsck: repair is not implemented; 'pfs-ctl fsck --readonly' checks and changes nothing"};
+    const bool repair = ctx.options.get<bool>("repair");
+    if (ctx.options.get<bool>("readonly") == repair)
+        return usage_error("fsck: say --readonly (check only) or --repair (check, then mend what it can)");
     auto snap = fetch(ctx.mgmt, kNodes | kTargets);
     if (!snap) return Error{kFsckUnchecked, snap.error().message};
     auto fs = ctx.fs();
@@ -377,6 +412,7 @@ Result<std::string> fsck(Context& ctx) {
     if (auto st = check.walk(); !st) return st.error();
     if (auto st = check.check_detached(); !st) return st.error();
     if (auto st = check.check_chunks(); !st) return st.error();
+    if (repair) check.repair();
     if (!check.problems.empty()) ctx.exit_status = kFsckProblems;
     return render(check, *snap, (*fs)->targets().size(), ctx.json);
 }

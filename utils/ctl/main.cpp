@@ -47,7 +47,8 @@ void declare_options(Options& options) {
         ("pool", po::value<std::string>()->value_name("POOL"), "entry set: storage pool (id or name) for new files")
         ("interval", po::value<std::string>()->value_name("S"), "stats server: seconds between the samples (default 1)")
         ("by-type", po::bool_switch(), "stats server: a row per message type")
-        ("readonly", po::bool_switch(), "fsck: only check (repair is not implemented)")
+        ("readonly", po::bool_switch(), "fsck: only check, change nothing")
+        ("repair", po::bool_switch(), "fsck: check, then delete orphan chunks and empty orphan directories")
         ("command", po::value<std::vector<std::string>>()->value_name("WORDS"),
          "the command: NOUN VERB [ARGS] (listed below)");
     options.positional("command", -1);
