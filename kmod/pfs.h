@@ -104,6 +104,11 @@ struct pfs_inode_info {
 	struct pfs_layout *layout;	/* NULL until known; then immutable */
 	/* the largest size the metadata server has been told of */
 	u64 reported_size;
+	/*
+	 * jiffies (never 0) of the first of the writeback failures in a row
+	 * that are being retried; 0 when the last attempt succeeded
+	 */
+	unsigned long wb_fail_since;
 	unsigned long flags;		/* PFS_INO_* bits */
 	/*
 	 * directories: bumped when the server says names in it changed, or

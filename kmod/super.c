@@ -243,6 +243,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->perm_time = 0;
 	pi->layout = NULL;
 	pi->reported_size = 0;
+	pi->wb_fail_since = 0;
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
 	return &pi->vfs_inode;
@@ -259,6 +260,14 @@ static void pfs_free_inode(struct inode *inode)
 
 static void pfs_evict_inode(struct inode *inode)
 {
+	/*
+	 * Writeback keeps dirty data until it is stored or its loss recorded;
+	 * only a umount whose sync was killed leaves some: never silently.
+	 */
+	if (inode->i_nlink && mapping_tagged(&inode->i_data,
+					     PAGECACHE_TAG_DIRTY))
+		pr_warn_ratelimited("inode %llu dropped with data not written back\n",
+				    PFS_I(inode)->id.ino);
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 }

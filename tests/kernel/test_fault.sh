@@ -55,7 +55,8 @@ spid=$(pid_of storage2)
 kill -KILL "$spid"
 wait "$spid" 2> /dev/null || true
 expect_failure "the direct writer" /tmp/direct.err "$direct"
-# Buffered writes land in the page cache; the loss shows at fsync.
+# Buffered writes land in the page cache; the loss shows at fsync, once
+# pfs.ko's retries (4 timeouts) are over.
 dd if=/dev/zero of=$MNT/d/buffered bs=1M count=8 conv=fsync \
 	status=none 2> /tmp/buffered.err &
 expect_failure "the buffered writer's fsync" /tmp/buffered.err $!
