@@ -18,6 +18,13 @@ CHUNK_READ). --mode picks how it breaks the protocol:
   enoent      CHUNK_READs fail with ENOENT and a status message
   badproof    the handshake's server proof is wrong
   badcount    GET_NODES claims 65536 nodes and sends none
+  silent      accepts connections and never sends the handshake's challenge
+  deaf        listens with a backlog of 0 and never accepts: once one
+              connection fills the queue, connects hang in SYN_SENT
+  sink        serves the map, then stops reading at the first CHUNK_WRITE
+              header (the sender's socket buffer fills; prints "sinking")
+
+stall prints "stalled" when it goes quiet.
 
 Usage: fake_server.py --port P --secret FILE --mode MODE [--batch N]
 """
@@ -103,11 +110,16 @@ class Conn:
         return True
 
     def serve(self):
+        if self.args.mode == "silent":
+            threading.Event().wait()  # never a challenge
         if not self.handshake():
             return
         while True:
-            h, p = self.read_frame()
-            self.dispatch(h, p)
+            h = HEADER.unpack(self.recv_exact(HEADER.size))
+            if self.args.mode == "sink" and h[2] == CHUNK_WRITE:
+                print("sinking", flush=True)
+                threading.Event().wait()  # never reads again
+            self.dispatch(h, self.recv_exact(h[4]))
 
     def dispatch(self, h, p):
         mode, port = self.args.mode, self.args.port
@@ -169,6 +181,7 @@ class Conn:
             whole = HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY,
                                 4 + len(data), h[5], 0, 0, 0, 0) + ok(data)
             self.sock.sendall(whole[:len(whole) // 2])
+            print("stalled", flush=True)
             threading.Event().wait()  # quiet for ever
         elif mode == "enoent":
             self.reply(h, failed(2, "no chunk here (fake)"))
@@ -198,8 +211,10 @@ def main():
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", args.port))
-    srv.listen(16)
+    srv.listen(0 if args.mode == "deaf" else 16)
     print("listening", flush=True)
+    if args.mode == "deaf":
+        threading.Event().wait()  # never accepts
     while True:
         sock, _ = srv.accept()
         threading.Thread(target=handle, args=(sock, args, store),
