@@ -318,6 +318,25 @@ int pfs_revalidate_inode(struct inode *inode, bool force)
 	return 0;
 }
 
+/*
+ * Another client may have taken access away (chmod, chown, ACLs): the mode,
+ * owner and ACLs a check relies on are at most attr_ttl old, unless the
+ * server's notice expired them earlier.
+ */
+int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
+{
+	if (!pfs_perm_fresh(inode)) {
+		int rc;
+
+		if (mask & MAY_NOT_BLOCK)
+			return -ECHILD;
+		rc = pfs_revalidate_inode(inode, true);
+		if (rc)
+			return rc;
+	}
+	return generic_permission(idmap, inode, mask);
+}
+
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
 		struct kstat *stat, u32 request_mask, unsigned int flags)
 {
@@ -468,6 +487,7 @@ static const char *pfs_get_link(struct dentry *dentry, struct inode *inode,
 }
 
 const struct inode_operations pfs_file_iops = {
+	.permission	= pfs_permission,
 	.getattr	= pfs_getattr,
 	.setattr	= pfs_setattr,
 	.listxattr	= pfs_listxattr,

@@ -575,20 +575,6 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	return 0;
 }
 
-static int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
-{
-	if (!pfs_perm_fresh(inode)) {
-		int rc;
-
-		if (mask & MAY_NOT_BLOCK)
-			return -ECHILD;
-		rc = pfs_revalidate_inode(inode, true);
-		if (rc)
-			return rc;
-	}
-	return generic_permission(idmap, inode, mask);
-}
-
 const struct inode_operations pfs_dir_iops = {
 	.lookup		= pfs_lookup,
 	.atomic_open	= pfs_atomic_open,

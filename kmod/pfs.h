@@ -241,6 +241,8 @@ void pfs_attr_expire(struct inode *inode);
 void pfs_attr_expire_times(struct inode *inode);
 /* Mode, owner and ACLs younger than the attribute TTL. */
 bool pfs_perm_fresh(struct inode *inode);
+/* ->permission of files and directories: revalidates stale permissions. */
+int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask);
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
 		struct kstat *stat, u32 request_mask, unsigned int flags);
 int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry,
