@@ -88,8 +88,7 @@ static int pfs_send_size(struct inode *inode, bool written)
 	if (size > pi->reported_size)
 		pi->reported_size = size;
 	spin_unlock(&inode->i_lock);
-	pfs_inode_update(inode, &attr);
-	return 0;
+	return pfs_inode_update(inode, &attr);
 }
 
 int pfs_report_size(struct inode *inode)
@@ -303,8 +302,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 				    layout->count);
 		rc = -EIO;
 	} else {
-		pfs_inode_update(inode, &attr);
-		rc = pfs_inode_set_layout(inode, layout);
+		rc = pfs_inode_update(inode, &attr) ?:
+		     pfs_inode_set_layout(inode, layout);
 		if (!rc)
 			rc = pfs_file_setup(inode, file);
 	}

@@ -476,9 +476,10 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
 			       m, &attr, NULL);
 	pfs_dir_changed(dir, rc);
+	if (!rc)
+		rc = pfs_inode_update(inode, &attr);
 	if (rc)
 		goto out;
-	pfs_inode_update(inode, &attr);
 	ihold(inode);
 	d_instantiate(dentry, inode);
 	pfs_dentry_stamp(dentry, gen);

@@ -224,7 +224,8 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;
 struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr);
-void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
+/* -EIO (nothing changed) when attr is of another entry or type. */
+int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
 /* Raises i_size to end if it is less (writers; safe against refreshes). */
 void pfs_i_size_extend(struct inode *inode, loff_t end);
 /*

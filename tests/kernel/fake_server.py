@@ -23,6 +23,12 @@ CHUNK_READ). --mode picks how it breaks the protocol:
               connection fills the queue, connects hang in SYN_SENT
   sink        serves the map, then stops reading at the first CHUNK_WRITE
               header (the sender's socket buffer fills; prints "sinking")
+  evil        also a metadata server (node 5, the root's) whose namespace
+              holds what no client may take (see EVIL): directories
+              listing "../../x", "a/b", "", ".." amid entries and an
+              unknown d_type, files of size 2^63 and 2^62 + 1 and one of
+              an unknown file type; "good" is a sane directory. UNLINK and
+              RMDIR are answered OK and printed ("UNLINK NAME")
 
 stall prints "stalled" when it goes quiet.
 
@@ -43,9 +49,39 @@ HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY = 1, 2
 AUTH_CHALLENGE, AUTH_RESPONSE, PING = 1, 2, 3
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
+LOOKUP, GETATTR, UNLINK, RMDIR, READDIR = 200, 201, 207, 208, 211
+LISTXATTR, STATFS, SESSION_RENEW, SESSION_END = 216, 218, 223, 224
 CHUNK_WRITE, CHUNK_READ = 300, 301
-E_AUTH = 1001
+E_AUTH, E_UNKNOWN_MSG = 1001, 1003
+ENOENT, ENOTDIR = 2, 20
 NODE_ID, NODE_STORAGE, TARGET_ID = 7, 3, 1
+META_ID, NODE_META = 5, 2
+S_IFDIR, S_IFREG = 0o040000, 0o100000
+DT_DIR, DT_REG = 4, 8
+
+# Mode evil's namespace: ino -> (mode, size, entries); entries are (name,
+# ino, d_type) after "." and "..". The root is ino 1, "fine" (ino 20) an
+# ordinary file. LOOKUP also knows "." and ".." and the root's unlisted
+# "x": the path "../../x" leads somewhere for a client that follows it.
+EVIL = {
+    1: (S_IFDIR | 0o755, 4096, [("good", 10, DT_DIR), ("names", 11, DT_DIR),
+                               ("slash", 12, DT_DIR), ("empty", 13, DT_DIR),
+                               ("dots", 14, DT_DIR), ("dtype", 15, DT_DIR),
+                               ("huge", 30, DT_REG), ("past", 31, DT_REG),
+                               ("weird", 32, DT_REG)]),
+    10: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG)]),
+    11: (S_IFDIR | 0o755, 4096, [("../../x", 21, DT_REG),
+                                 ("fine", 20, DT_REG)]),
+    12: (S_IFDIR | 0o755, 4096, [("a/b", 21, DT_REG)]),
+    13: (S_IFDIR | 0o755, 4096, [("", 21, DT_REG)]),
+    14: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG), ("..", 10, DT_DIR)]),
+    15: (S_IFDIR | 0o755, 4096, [("f", 21, 3)]),
+    20: (S_IFREG | 0o644, 6, None),
+    21: (S_IFREG | 0o644, 6, None),
+    30: (S_IFREG | 0o644, 1 << 63, None),
+    31: (S_IFREG | 0o644, (1 << 62) + 1, None),
+    32: (0o170644, 6, None),
+}
 
 
 def pstr(s):
@@ -63,6 +99,22 @@ def ok(body=b""):
 
 def failed(status, message):
     return struct.pack("<i", status) + pstr(message)
+
+
+def entry_id(ino):
+    return struct.pack("<QII", ino, META_ID, 1)
+
+
+def attr(ino):
+    mode, size, entries = EVIL[ino]
+    nlink = 2 if entries is not None else 1
+    times = struct.pack("<qI", 1700000000, 0) * 3
+    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times
+
+
+def read_str(p, at):
+    n = struct.unpack_from("<H", p, at)[0]
+    return p[at + 2:at + 2 + n].decode(errors="replace"), at + 2 + n
 
 
 class Conn:
@@ -132,10 +184,15 @@ class Conn:
             if mode == "badcount":
                 self.reply(h, ok(struct.pack("<I", 65536)))
                 return
-            node = (struct.pack("<IHHB", NODE_ID, NODE_STORAGE, port, 0) +
-                    pstr("fake") + pstr("127.0.0.1") + struct.pack("<Q", 0) +
-                    capacity())
-            self.reply(h, ok(struct.pack("<I", 1) + node))
+            nodes = [(NODE_ID, NODE_STORAGE)]
+            if mode == "evil":
+                nodes.append((META_ID, NODE_META))
+            body = struct.pack("<I", len(nodes))
+            for node_id, node_type in nodes:
+                body += (struct.pack("<IHHB", node_id, node_type, port, 0) +
+                         pstr("fake") + pstr("127.0.0.1") +
+                         struct.pack("<Q", 0) + capacity())
+            self.reply(h, ok(body))
         elif t == GET_TARGETS:
             target = (struct.pack("<IIIBBBB", TARGET_ID, NODE_ID, 1, 0, 0, 0, 0) +
                       pstr("/fake") + struct.pack("<Q", 0) + capacity())
@@ -153,8 +210,60 @@ class Conn:
             self.reply(h, ok(struct.pack("<I", length)))
         elif t == CHUNK_READ:
             self.chunk_read(h, p)
+        elif mode == "evil" and 200 <= t < 300:
+            self.evil_meta(h, p)
         else:
-            self.reply(h, failed(1003, "not served by the fake"))
+            self.reply(h, failed(E_UNKNOWN_MSG, "not served by the fake"))
+
+    def evil_meta(self, h, p):
+        t = h[2]
+        if t == GETATTR:
+            ino = struct.unpack_from("<Q", p)[0]
+            if ino in EVIL:
+                self.reply(h, ok(attr(ino)))
+            else:
+                self.reply(h, failed(ENOENT, "no such entry"))
+        elif t == LOOKUP:
+            ino = struct.unpack_from("<Q", p)[0]
+            name = read_str(p, 16)[0]
+            entries = EVIL.get(ino, (0, 0, None))[2]
+            found = [e for e in entries or [] if e[0] == name]
+            if name in (".", "..") or (ino == 1 and name == "x"):
+                found = [(name, {".": ino, "..": 1, "x": 21}[name], 0)]
+            if entries is None:
+                self.reply(h, failed(ENOTDIR, "not a directory"))
+            elif found:
+                self.reply(h, ok(attr(found[0][1])))
+            else:
+                self.reply(h, failed(ENOENT, "no such entry"))
+        elif t == READDIR:
+            ino, _, _, cookie = struct.unpack_from("<QIIQ", p)
+            entries = [(".", ino, DT_DIR), ("..", 1, DT_DIR)]
+            entries += EVIL.get(ino, (0, 0, []))[2] or []
+            body = b""
+            count = 0
+            for c, (name, e_ino, dtype) in enumerate(entries, 1):
+                if c <= cookie:
+                    continue
+                body += (entry_id(e_ino) + struct.pack("<QB", c, dtype) +
+                         pstr(name))
+                count += 1
+            page = struct.pack("<QBI", len(entries), 1, count)
+            self.reply(h, ok(page + body))
+        elif t in (UNLINK, RMDIR):
+            name = read_str(p, 16)[0]
+            print(("UNLINK " if t == UNLINK else "RMDIR ") + name, flush=True)
+            self.reply(h, ok())
+        elif t == SESSION_RENEW:
+            self.reply(h, ok(struct.pack("<I", 30000)))
+        elif t == SESSION_END:
+            self.reply(h, ok())
+        elif t == STATFS:
+            self.reply(h, ok(capacity() + struct.pack("<QQ", 10, 1000)))
+        elif t == LISTXATTR:
+            self.reply(h, ok())
+        else:
+            self.reply(h, failed(E_UNKNOWN_MSG, "not served by the fake"))
 
     def chunk_read(self, h, p):
         mode = self.args.mode
