@@ -8,6 +8,12 @@
  *
  * The server keeps a client's locks as long as its session lives: the
  * session work below renews it while the file system is mounted.
+ *
+ * A lock's owner on the wire is opaque: the struct file (flock) or
+ * fl_owner (POSIX) it stands for, hashed with SipHash under a random key
+ * of the mount, so servers never learn a kernel address, and one owner is
+ * one id for the mount's life (distinct owners collide with probability
+ * 2^-64 per pair).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -46,6 +52,12 @@ static u8 pfs_lock_type(int fl_type)
 	}
 }
 
+static u64 pfs_lock_owner(struct file *file, const void *owner)
+{
+	return siphash_1u64((u64)(uintptr_t)owner,
+			    &PFS_SB(file_inode(file)->i_sb)->lock_key);
+}
+
 static void pfs_lock_fill(struct file *file, struct file_lock *fl, u8 kind,
 			  struct pfs_lock_req *m)
 {
@@ -56,11 +68,11 @@ static void pfs_lock_fill(struct file *file, struct file_lock *fl, u8 kind,
 	if (kind == PFS_LOCK_FLOCK) {
 		m->start = 0;
 		m->end = PFS_LOCK_EOF;
-		m->owner = (u64)(uintptr_t)file;
+		m->owner = pfs_lock_owner(file, file);
 	} else {
 		m->start = fl->fl_start;
 		m->end = fl->fl_end == OFFSET_MAX ? PFS_LOCK_EOF : fl->fl_end;
-		m->owner = (u64)(uintptr_t)pfs_fl_owner(fl);
+		m->owner = pfs_lock_owner(file, pfs_fl_owner(fl));
 	}
 	m->pid = task_tgid_nr(current);
 }

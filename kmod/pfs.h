@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/siphash.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -80,6 +81,8 @@ struct pfs_sb_info {
 	struct delayed_work session_work;
 	unsigned long session_renew;	/* jiffies between renewals */
 	struct pfs_close_batch closes;
+	/* lock owners go on the wire hashed under it (lock.c) */
+	siphash_key_t lock_key;
 };
 
 static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)

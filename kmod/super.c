@@ -529,6 +529,7 @@ static int pfs_get_tree(struct fs_context *fc)
 	sbi->session_renew = PFS_DEFAULT_SESSION_RENEW;
 	get_random_bytes(&sbi->client_id, sizeof(sbi->client_id));
 	sbi->client_id |= 1;	/* 0 means "no client" on the wire */
+	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
 
 	fc->s_fs_info = sbi;
 	return get_tree_nodev(fc, pfs_fill_super);

@@ -67,10 +67,10 @@ class CtlHostile(unittest.TestCase):
     def test_sane_directory(self):
         r = self.ctl("ls", "/good")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout.split(), ["fine"])
+        self.assertEqual(r.stdout.split(), ["fine", "fine2"])
         r = self.ctl("rm", "-r", "/good")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(self.removals(), ["UNLINK fine", "RMDIR good"])
+        self.assertEqual(self.removals(), ["UNLINK fine", "UNLINK fine2", "RMDIR good"])
 
     def test_cp_r_out_stays_in_destination(self):
         for d in HOSTILE:

@@ -27,8 +27,10 @@ CHUNK_READ). --mode picks how it breaks the protocol:
               holds what no client may take (see EVIL): directories
               listing "../../x", "a/b", "", ".." amid entries and an
               unknown d_type, files of size 2^63 and 2^62 + 1 and one of
-              an unknown file type; "good" is a sane directory. UNLINK and
-              RMDIR are answered OK and printed ("UNLINK NAME")
+              an unknown file type; "good" is a sane directory, its two
+              files may be opened (one target, 1). UNLINK and RMDIR are
+              answered OK and printed ("UNLINK NAME"), so are LOCKs
+              ("LOCK ino=I kind=K type=T owner=0x...")
 
 stall prints "stalled" when it goes quiet.
 
@@ -50,7 +52,9 @@ FLAG_REPLY, FLAG_NOTIFY = 1, 2
 AUTH_CHALLENGE, AUTH_RESPONSE, PING = 1, 2, 3
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
 LOOKUP, GETATTR, UNLINK, RMDIR, READDIR = 200, 201, 207, 208, 211
-LISTXATTR, STATFS, SESSION_RENEW, SESSION_END = 216, 218, 223, 224
+OPEN, CLOSE, LISTXATTR, STATFS = 212, 213, 216, 218
+LOCK, GETLK, SESSION_RENEW, SESSION_END = 221, 222, 223, 224
+OPEN_NAME, CLOSE_MANY = 226, 236
 CHUNK_WRITE, CHUNK_READ = 300, 301
 E_AUTH, E_UNKNOWN_MSG = 1001, 1003
 ENOENT, ENOTDIR = 2, 20
@@ -69,7 +73,7 @@ EVIL = {
                                ("dots", 14, DT_DIR), ("dtype", 15, DT_DIR),
                                ("huge", 30, DT_REG), ("past", 31, DT_REG),
                                ("weird", 32, DT_REG)]),
-    10: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG)]),
+    10: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG), ("fine2", 22, DT_REG)]),
     11: (S_IFDIR | 0o755, 4096, [("../../x", 21, DT_REG),
                                  ("fine", 20, DT_REG)]),
     12: (S_IFDIR | 0o755, 4096, [("a/b", 21, DT_REG)]),
@@ -78,6 +82,7 @@ EVIL = {
     15: (S_IFDIR | 0o755, 4096, [("f", 21, 3)]),
     20: (S_IFREG | 0o644, 6, None),
     21: (S_IFREG | 0o644, 6, None),
+    22: (S_IFREG | 0o644, 6, None),
     30: (S_IFREG | 0o644, 1 << 63, None),
     31: (S_IFREG | 0o644, (1 << 62) + 1, None),
     32: (0o170644, 6, None),
@@ -110,6 +115,10 @@ def attr(ino):
     nlink = 2 if entries is not None else 1
     times = struct.pack("<qI", 1700000000, 0) * 3
     return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times
+
+
+def layout():
+    return struct.pack("<IIII", 64 << 10, 1, 1, TARGET_ID)
 
 
 def read_str(p, at):
@@ -254,6 +263,29 @@ class Conn:
             name = read_str(p, 16)[0]
             print(("UNLINK " if t == UNLINK else "RMDIR ") + name, flush=True)
             self.reply(h, ok())
+        elif t in (OPEN, OPEN_NAME):
+            ino = struct.unpack_from("<Q", p)[0]
+            if t == OPEN_NAME:
+                name = read_str(p, 16)[0]
+                entries = EVIL.get(ino, (0, 0, None))[2] or []
+                found = [e[1] for e in entries if e[0] == name]
+                ino = found[0] if found else 0
+            if ino not in EVIL:
+                self.reply(h, failed(ENOENT, "no such entry"))
+            elif EVIL[ino][2] is None:
+                self.reply(h, ok(attr(ino) + layout()))
+            else:
+                self.reply(h, ok(attr(ino)))  # only looked up
+        elif t in (CLOSE, CLOSE_MANY):
+            self.reply(h, ok())
+        elif t == LOCK:
+            ino, _, _, kind, ltype, start, end, owner, pid = struct.unpack_from(
+                "<QIIBBQQQI", p)
+            print(f"LOCK ino={ino} kind={kind} type={ltype} owner={owner:#018x}",
+                  flush=True)
+            self.reply(h, ok())
+        elif t == GETLK:
+            self.reply(h, ok(struct.pack("<BQQIQ", 3, 0, 0, 0, 0)))
         elif t == SESSION_RENEW:
             self.reply(h, ok(struct.pack("<I", 30000)))
         elif t == SESSION_END:

@@ -8,7 +8,9 @@
 # them first, for every reader, and logs them); attributes of a size of
 # 2^63 (negative as loff_t) or past the largest file, or of an unknown file
 # type, fail stat with EIO; each refusal is logged, and nothing oopses or
-# WARNs. A sane directory of the same server lists and stats as usual.
+# WARNs. A sane directory of the same server lists and stats as usual, and
+# the lock owners it sees are opaque ids, not kernel addresses, one for
+# each owner (an open file for flock, a process for POSIX locks).
 . "$(dirname "$0")/lib.sh"
 
 SECRET=/tmp/hostile.secret
@@ -27,7 +29,8 @@ mount -i -t pfs -o "secret_file=$SECRET,timeout=5000" 127.0.0.1:$PORT $MNT ||
 	fail "mount of the fake server failed"
 
 step "a sane directory lists and stats"
-[ "$(ls $MNT/good)" = fine ] || fail "ls of /good: $(ls $MNT/good 2>&1)"
+[ "$(ls $MNT/good | tr '\n' ' ')" = "fine fine2 " ] ||
+	fail "ls of /good: $(ls $MNT/good 2>&1)"
 [ "$(stat -c %s $MNT/good/fine)" = 6 ] || fail "stat of /good/fine"
 ls $MNT > /dev/null || fail "ls of the root failed"
 
@@ -64,6 +67,41 @@ expect_dmesg "$mark" 'refusing entry "\.\." \(type 4, cookie 4 after 3\)'
 expect_dmesg "$mark" 'refusing entry "f" \(type 3'
 expect_dmesg "$mark" "LOOKUP reply: entry 30@5 has an impossible size"
 expect_dmesg "$mark" "LOOKUP reply: entry 32@5 has an impossible file type"
+
+step "lock owners on the wire are opaque ids, one for each owner"
+# flock: the open file is the owner; POSIX: the process (its files).
+python3 - $MNT/good/fine $MNT/good/fine2 <<-'EOF'
+	import fcntl, os, sys
+	a, b = (os.open(path, os.O_RDWR) for path in sys.argv[1:3])
+	for fd in (a, b):
+	    fcntl.flock(fd, fcntl.LOCK_EX)
+	    fcntl.flock(fd, fcntl.LOCK_UN)
+	for fd in (a, b):
+	    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)
+	os.close(a)
+	os.close(b)
+EOF
+grep "^LOCK" /tmp/fake-evil.log
+python3 - /tmp/fake-evil.log <<-'EOF'
+	import re, sys
+	locks = [dict(re.findall(r"(\w+)=(\S+)", line))
+	         for line in open(sys.argv[1]) if line.startswith("LOCK ")]
+	owners = {(l["kind"], l["ino"]): set() for l in locks}
+	for l in locks:
+	    owners[(l["kind"], l["ino"])].add(int(l["owner"], 16))
+	flock_a, flock_b = owners[("1", "20")], owners[("1", "22")]
+	posix = owners[("2", "20")] | owners[("2", "22")]
+	assert len(locks) == 8, f"{len(locks)} LOCKs, expected 8"
+	assert len(flock_a) == len(flock_b) == len(posix) == 1, \
+	    "an owner went out under different ids"
+	ids = flock_a | flock_b | posix
+	assert len(ids) == 3, "different owners went out under one id"
+	# x86_64 kernel addresses have the top 16 bits set; hashed ids all
+	# look so with probability 2^-48.
+	assert not all(i >> 48 == 0xffff for i in ids), \
+	    "lock owners look like kernel addresses: " + \
+	    ", ".join(f"{i:#x}" for i in sorted(ids))
+EOF
 
 step "unmount and unload"
 umount $MNT || fail "umount failed"
