@@ -84,6 +84,23 @@ static int pfs_lock_once(struct inode *inode, const struct pfs_lock_req *m)
 			       pfs_x_lock_req, (struct pfs_lock_req *)m);
 }
 
+/*
+ * An unlock: one that gets no answer (a server down or stopped, a lost
+ * connection, the task killed) is sent again from the background until
+ * the server has it (resend.c), so the lock is not held cluster-wide for
+ * the rest of our session. The caller drops the lock locally anyway.
+ * Returns the server's refusal, if it answered one.
+ */
+static int pfs_unlock_once(struct inode *inode, const struct pfs_lock_req *m)
+{
+	int rc = pfs_lock_once(inode, m);
+
+	if (!rc || !pfs_resend_unanswered(rc))
+		return rc;
+	pfs_resend_unlock(inode->i_sb, m, rc);
+	return 0;
+}
+
 static int pfs_lock_wait(struct inode *inode, const struct pfs_lock_req *m,
 			 bool wait)
 {
@@ -111,13 +128,16 @@ static int pfs_set_lock(struct file *file, struct file_lock *fl, u8 kind,
 
 	pfs_lock_fill(file, fl, kind, &m);
 	if (m.type == PFS_LOCK_UNLOCK) {
-		/* Drop it locally even when the server is gone. */
-		rc = pfs_lock_once(inode, &m);
+		/* Dropped locally even while the server cannot be reached. */
+		rc = pfs_unlock_once(inode, &m);
 		pfs_fl_flags(fl) &= ~FL_SLEEP;
 		locks_lock_file_wait(file, fl);
 		return rc;
 	}
-	rc = pfs_lock_wait(inode, &m, wait);
+	/* An unlock of this owner that is still to be sent goes first. */
+	rc = pfs_resend_flush_lock(inode->i_sb, &m.id, m.owner);
+	if (!rc)
+		rc = pfs_lock_wait(inode, &m, wait);
 	if (rc == -EAGAIN && kind == PFS_LOCK_FLOCK)
 		rc = -EWOULDBLOCK;
 	if (rc)
@@ -127,7 +147,7 @@ static int pfs_set_lock(struct file *file, struct file_lock *fl, u8 kind,
 	rc = locks_lock_file_wait(file, fl);
 	if (rc) {
 		m.type = PFS_LOCK_UNLOCK;
-		pfs_lock_once(inode, &m);
+		pfs_unlock_once(inode, &m);
 	}
 	return rc;
 }

@@ -63,6 +63,18 @@ struct pfs_close_batch {
 	struct pfs_close_many sending;	/* the worker's own */
 };
 
+/* CLOSEs and unlocks sent again until answered (resend.c) */
+struct pfs_resender {
+	spinlock_t lock;
+	struct list_head items;
+	unsigned int count;		/* items, those being sent included */
+	bool stopping;			/* umount: nothing more is queued */
+	struct mutex send_lock;		/* one pass at a time, in order */
+	struct delayed_work work;
+	unsigned int backoff_ms;	/* the work's own */
+	struct super_block *sb;
+};
+
 struct pfs_sb_info {
 	struct super_block *sb;
 	struct pfs_mount_opts opts;
@@ -83,6 +95,7 @@ struct pfs_sb_info {
 	struct pfs_close_batch closes;
 	/* lock owners go on the wire hashed under it (lock.c) */
 	siphash_key_t lock_key;
+	struct pfs_resender resend;
 };
 
 static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)
@@ -286,6 +299,25 @@ void pfs_drain_closes(struct super_block *sb);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);
+
+/* resend.c: CLOSEs and unlocks sent again until the server answers */
+void pfs_resend_init(struct pfs_resender *r, struct super_block *sb);
+void pfs_resend_worker(struct work_struct *work);
+/* Whether a request's error means the server may not have it. */
+bool pfs_resend_unanswered(int err);
+/* Queues what got no answer (err) for sending again; others are done. */
+void pfs_resend_close(struct super_block *sb, const struct pfs_entry_id *ids,
+		      unsigned int n, int err);
+void pfs_resend_unlock(struct super_block *sb, const struct pfs_lock_req *m,
+		       int err);
+/* A CLOSE sent from the background at once (the closer does not wait). */
+void pfs_resend_close_later(struct super_block *sb,
+			    const struct pfs_entry_id *id);
+/* Sends the unlocks waiting for (id, owner): before a LOCK of theirs. */
+int pfs_resend_flush_lock(struct super_block *sb,
+			  const struct pfs_entry_id *id, u64 owner);
+/* umount: one last attempt for everything, then nothing is kept. */
+void pfs_resend_drain(struct super_block *sb);
 
 /* lock.c: flock and POSIX locks (file_operations .flock and .lock) */
 int pfs_lock(struct file *file, int cmd, struct file_lock *fl);

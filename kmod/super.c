@@ -433,6 +433,7 @@ static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	/* Before the net starts: notices look inodes up in sb. */
 	sbi->sb = sb;
 	pfs_close_batch_init(&sbi->closes, sb);
+	pfs_resend_init(&sbi->resend, sb);
 	sb->s_magic = PFS_SUPER_MAGIC;
 	sb->s_op = &pfs_super_ops;
 	sb->s_d_op = &pfs_dentry_ops;
@@ -595,6 +596,7 @@ static void pfs_kill_sb(struct super_block *sb)
 		if (sbi->net) {
 			/* Queued CLOSEs go out while the net and the session live. */
 			pfs_drain_closes(sb);
+			pfs_resend_drain(sb);
 			pfs_session_end(sbi);
 			pfs_net_stop(sbi->net);
 		}
