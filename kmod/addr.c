@@ -671,7 +671,7 @@ static bool pfs_wb_transient(int err)
 {
 	switch (err) {
 	case -ETIMEDOUT:
-	case -EIO:		/* a connection lost, a server refusing them */
+	case -EIO:		/* a lost connection, a refused one */
 	case -ENOMEM:
 	case -ENOBUFS:
 	case -EAGAIN:
@@ -699,7 +699,7 @@ static int pfs_wb_verdict(struct inode *inode, int err)
 	unsigned long since, limit;
 
 	if (pfs_net_check(pfs_inode_net(inode)))
-		return -EIO;		/* umount -f, or the mount is gone */
+		return -EIO;		/* umount -f, or the mount ends */
 	if (err == -EINTR || err == -ERESTARTSYS)
 		return 0;		/* killed: not the servers' failure */
 	if (!pfs_wb_transient(err))
@@ -751,7 +751,7 @@ struct pfs_wb {
 	struct list_head inflight;
 	unsigned int ninflight;
 	struct list_head spare;		/* finished batches, for reuse */
-	int again;			/* a transient error: folios redirtied */
+	int again;			/* transient error: redirtied */
 	bool lost;			/* a permanent one: folios dropped */
 	bool stored;			/* a batch was stored */
 };
@@ -768,8 +768,8 @@ static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
 		err = pfs_wb_verdict(inode, rc);
 		if (err) {
 			pr_warn_ratelimited("writeback of %u bytes at %lld of inode %llu failed: %d\n",
-					    b->len, b->pos, PFS_I(inode)->id.ino,
-					    rc);
+					    b->len, b->pos,
+					    PFS_I(inode)->id.ino, rc);
 			mapping_set_error(inode->i_mapping, err);
 			wb->lost = true;
 		} else {
@@ -982,7 +982,7 @@ static int pfs_launder_folio(struct folio *folio)
 		if (err)
 			mapping_set_error(inode->i_mapping, err);
 		else
-			folio_mark_dirty(folio);	/* kept, written later */
+			folio_mark_dirty(folio);	/* written later */
 	}
 	folio_end_writeback(folio);
 	return rc;

@@ -73,8 +73,9 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 	if (memcmp(&attr->id, &pi->id, sizeof(attr->id)) ||
 	    ((attr->mode ^ inode->i_mode) & S_IFMT)) {
 		pr_warn_ratelimited("attributes of entry %llu@%u (mode 0%o) came for entry %llu@%u (mode 0%o): ignored\n",
-				    attr->id.ino, attr->id.owner_node, attr->mode,
-				    pi->id.ino, pi->id.owner_node, inode->i_mode);
+				    attr->id.ino, attr->id.owner_node,
+				    attr->mode, pi->id.ino, pi->id.owner_node,
+				    inode->i_mode);
 		return -EIO;
 	}
 	if (known && !timespec64_equal(&ctime, &old_ctime))
@@ -251,7 +252,7 @@ struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr)
 		iput(inode);
 		return ERR_PTR(-EIO);
 	}
-	pfs_inode_update(inode, attr);	/* same id and type: cannot fail */
+	pfs_inode_update(inode, attr);	/* same id and type: succeeds */
 	return inode;
 }
 

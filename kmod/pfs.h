@@ -67,9 +67,9 @@ struct pfs_close_batch {
 struct pfs_resender {
 	spinlock_t lock;
 	struct list_head items;
-	unsigned int count;		/* items, those being sent included */
-	bool stopping;			/* umount: nothing more is queued */
-	struct mutex send_lock;		/* one pass at a time, in order */
+	unsigned int count;		/* items, in a pass's hands too */
+	bool stopping;			/* umount: no more are queued */
+	struct mutex send_lock;		/* a pass at a time, in order */
 	struct delayed_work work;
 	unsigned int backoff_ms;	/* the work's own */
 	struct super_block *sb;

@@ -24,6 +24,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "pfs.h"
@@ -245,7 +246,7 @@ void pfs_resend_worker(struct work_struct *work)
 		return;
 	}
 	if (pfs_net_check(PFS_SB(r->sb)->net))
-		return;		/* umount -f: pfs_resend_drain drops them */
+		return;		/* umount -f: dropped at umount */
 	r->backoff_ms = clamp_t(unsigned int, r->backoff_ms * 2,
 				PFS_RESEND_MIN_MS, PFS_RESEND_MAX_MS);
 	pfs_resend_kick(r, msecs_to_jiffies(r->backoff_ms));

@@ -351,6 +351,10 @@ def main():
     store = {"lock": threading.Lock(), "data": bytearray()}
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.mode == "sink":
+        # A small receive window: a sender blocks after a few KiB at once,
+        # however large the buffers could grow.
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     srv.bind(("127.0.0.1", args.port))
     srv.listen(0 if args.mode == "deaf" else 16)
     print("listening", flush=True)

@@ -91,8 +91,9 @@ stopped=$(pfs_ctl --json entry info /d/before | python3 -c \
 	'import json, sys; print(json.load(sys.stdin)["layout"]["targets"][0]["node_alias"])')
 stopped_port=$((8003 + 10 * (${stopped#storage} - 1)))
 # A file whose one target (8 MiB chunks) is on $stopped: each request of a
-# direct write to it carries 8 MiB, more than the socket buffers hold (no
-# O_TRUNC: pfs-meta would wait for the stopped server to cut the chunk).
+# direct write to it carries 8 MiB, and 64 MiB of them in flight are far
+# more than the socket buffers of the connections to it hold (no O_TRUNC:
+# pfs-meta would wait for the stopped server to cut the chunk).
 pfs_ctl mkdir /big
 pfs_ctl entry set --num-targets 1 --chunk-size 8M /big
 big=
@@ -151,7 +152,7 @@ start_reader
 kill_fast "the reader" "$reader"
 
 step "kill -9 ends a direct write blocked in send to the stopped server"
-dd if=/dev/zero of="$big" bs=16M count=1 oflag=direct conv=notrunc status=none 2> /dev/null &
+dd if=/dev/zero of="$big" bs=64M count=1 oflag=direct conv=notrunc status=none 2> /dev/null &
 writer=$!
 wait_until "the writer blocked in send" \
 	grep -q sk_stream_wait_memory "/proc/$writer/stack"
