@@ -676,6 +676,84 @@ out:
 }
 
 /*
+ * Writeback errors. A transient one (a server down, slow or unreachable, a
+ * lost connection, no memory, or the task that ran writeback killed) leaves
+ * the folios dirty in the page cache, to be written again: by the flusher
+ * in its next round, or at once by a sync writeback (fsync, close, sync,
+ * umount), which retries with backoff until the data is stored or lost for
+ * good, and only a fatal signal cuts short. A file's retries end
+ * PFS_WB_RETRY_TIMEOUTS request timeouts after its first failure in a row;
+ * then, or at once for a permanent error (no space, quota, file too large,
+ * read-only, the file gone, the mount aborted), the error is recorded in
+ * the mapping for fsync and close of every writer to report (errseq) and
+ * the folios are dropped.
+ */
+#define PFS_WB_RETRY_TIMEOUTS	4
+#define PFS_WB_BACKOFF_MIN_MS	100
+#define PFS_WB_BACKOFF_MAX_MS	2000
+
+static bool pfs_wb_transient(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -EIO:		/* a lost connection, a refused one */
+	case -ENOMEM:
+	case -ENOBUFS:
+	case -EAGAIN:
+	case -ENODEV:		/* a target the map does not know (yet) */
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ENOTCONN:
+	case -EPIPE:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * What a failed attempt to write inode's data back (err) comes to: 0 when
+ * the folios stay dirty, to be written again, or the error to record.
+ */
+static int pfs_wb_verdict(struct inode *inode, int err)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	unsigned long since, limit;
+
+	if (pfs_net_check(pfs_inode_net(inode)))
+		return -EIO;		/* umount -f, or the mount ends */
+	if (err == -EINTR || err == -ERESTARTSYS)
+		return 0;		/* killed: not the servers' failure */
+	if (!pfs_wb_transient(err))
+		return err;
+	since = READ_ONCE(pi->wb_fail_since);
+	if (!since) {
+		since = jiffies ?: 1;
+		WRITE_ONCE(pi->wb_fail_since, since);
+	}
+	limit = PFS_WB_RETRY_TIMEOUTS *
+		msecs_to_jiffies(PFS_SB(inode->i_sb)->opts.timeout_ms);
+	if (time_before(jiffies, since + limit))
+		return 0;
+	/*
+	 * Given up, on everything that fails until an attempt stores all it
+	 * tries (pfs_wb_succeeded): data written after that gets retries of
+	 * its own.
+	 */
+	return -EIO;
+}
+
+/* An attempt stored all it tried: the failures in a row end. */
+static void pfs_wb_succeeded(struct inode *inode)
+{
+	if (READ_ONCE(PFS_I(inode)->wb_fail_since))
+		WRITE_ONCE(PFS_I(inode)->wb_fail_since, 0);
+}
+
+/*
  * Writeback: contiguous dirty folios inside one chunk become one
  * CHUNK_WRITE (up to PFS_MAX_IO) sent from the folios themselves; up to
  * PFS_WB_INFLIGHT of them are in flight while the next is gathered.
@@ -691,28 +769,54 @@ struct pfs_wb_batch {
 
 struct pfs_wb {
 	struct inode *inode;
+	struct writeback_control *wbc;
 	const struct pfs_layout *lo;
 	unsigned int cap;		/* folios per batch */
 	struct pfs_wb_batch *cur;	/* being gathered */
 	struct list_head inflight;
 	unsigned int ninflight;
 	struct list_head spare;		/* finished batches, for reuse */
+	int again;			/* transient error: redirtied */
+	bool lost;			/* a permanent one: folios dropped */
+	bool stored;			/* a batch was stored */
 };
 
 static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
 {
+	struct inode *inode = wb->inode;
 	unsigned int i;
+	int err = 0;
 
-	if (rc) {
-		pr_warn_ratelimited("writeback of %u bytes at %lld of inode %llu failed: %d\n",
-				    b->len, b->pos, PFS_I(wb->inode)->id.ino,
-				    rc);
-		mapping_set_error(wb->inode->i_mapping, rc);
+	if (!rc) {
+		wb->stored = true;
+	} else {
+		err = pfs_wb_verdict(inode, rc);
+		if (err) {
+			pr_warn_ratelimited("writeback of %u bytes at %lld of inode %llu failed: %d\n",
+					    b->len, b->pos,
+					    PFS_I(inode)->id.ino, rc);
+			mapping_set_error(inode->i_mapping, err);
+			wb->lost = true;
+		} else {
+			if (rc != -EINTR && rc != -ERESTARTSYS)
+				pr_info_ratelimited("writeback of %u bytes at %lld of inode %llu failed (%d), to be retried\n",
+						    b->len, b->pos,
+						    PFS_I(inode)->id.ino, rc);
+			if (!wb->again)
+				wb->again = rc;
+		}
 	}
 	for (i = 0; i < b->nr; i++) {
 		struct folio *folio = page_folio(b->bvec[i].bv_page);
 
-		if (rc)
+		/*
+		 * Dirty again before the writeback ends: nobody sees it clean.
+		 * Truncation waits for the end of writeback under the folio
+		 * lock, so the folio stays in its mapping meanwhile.
+		 */
+		if (rc && !err)
+			folio_redirty_for_writepage(wb->wbc, folio);
+		else if (err)
 			folio_set_error(folio);
 		folio_end_writeback(folio);
 	}
@@ -770,6 +874,15 @@ static int pfs_wb_folio(struct page *page, struct writeback_control *wbc,
 	loff_t pos = folio_pos(folio);
 	size_t len;
 
+	/*
+	 * A server failed (or the task was killed) in this pass: the rest
+	 * waits for the next one instead of piling up more requests.
+	 */
+	if (wb->again) {
+		folio_redirty_for_writepage(wbc, folio);
+		folio_unlock(folio);
+		return 0;
+	}
 	/* Entirely past EOF: truncated meanwhile, nothing to store. */
 	if (pos >= size) {
 		folio_unlock(folio);
@@ -790,6 +903,8 @@ static int pfs_wb_folio(struct page *page, struct writeback_control *wbc,
 			if (!b) {
 				folio_redirty_for_writepage(wbc, folio);
 				folio_unlock(folio);
+				if (!wb->again)
+					wb->again = -ENOMEM;
 				return -ENOMEM;
 			}
 		}
@@ -805,12 +920,45 @@ static int pfs_wb_folio(struct page *page, struct writeback_control *wbc,
 	return 0;
 }
 
+/*
+ * One pass over the dirty folios wbc asks for. Returns what
+ * write_cache_pages returned; wb->again tells whether folios were left
+ * dirty after a transient error.
+ */
+static int pfs_writepages_pass(struct pfs_wb *wb)
+{
+	struct pfs_wb_batch *b, *tmp;
+	unsigned int nofs;
+	int rc;
+
+	wb->cur = NULL;
+	wb->ninflight = 0;
+	wb->again = 0;
+	wb->lost = false;
+	wb->stored = false;
+	INIT_LIST_HEAD(&wb->inflight);
+	INIT_LIST_HEAD(&wb->spare);
+
+	/* Batch allocations must not recurse into file system reclaim. */
+	nofs = memalloc_nofs_save();
+	rc = write_cache_pages(wb->inode->i_mapping, wb->wbc, pfs_wb_folio, wb);
+	if (wb->cur)
+		pfs_wb_send(wb);
+	while (wb->ninflight)
+		pfs_wb_reap(wb);
+	memalloc_nofs_restore(nofs);
+	list_for_each_entry_safe(b, tmp, &wb->spare, list)
+		kvfree(b);
+	if (wb->stored && !wb->again && !wb->lost)
+		pfs_wb_succeeded(wb->inode);
+	return rc == -ENOMEM ? 0 : rc;
+}
+
 static int pfs_writepages(struct address_space *mapping,
 			  struct writeback_control *wbc)
 {
-	struct pfs_wb wb = { .inode = mapping->host };
-	struct pfs_wb_batch *b, *tmp;
-	unsigned int nofs;
+	struct pfs_wb wb = { .inode = mapping->host, .wbc = wbc };
+	unsigned int delay_ms = PFS_WB_BACKOFF_MIN_MS;
 	u32 unit;
 	int rc;
 
@@ -820,20 +968,18 @@ static int pfs_writepages(struct address_space *mapping,
 	unit = wb.lo->count > 1 ? min(wb.lo->chunk_size, PFS_MAX_IO) :
 				  PFS_MAX_IO;
 	wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
-	INIT_LIST_HEAD(&wb.inflight);
-	INIT_LIST_HEAD(&wb.spare);
 
-	/* Batch allocations must not recurse into file system reclaim. */
-	nofs = memalloc_nofs_save();
-	rc = write_cache_pages(mapping, wbc, pfs_wb_folio, &wb);
-	if (wb.cur)
-		pfs_wb_send(&wb);
-	while (wb.ninflight)
-		pfs_wb_reap(&wb);
-	memalloc_nofs_restore(nofs);
-	list_for_each_entry_safe(b, tmp, &wb.spare, list)
-		kvfree(b);
-	return rc;
+	for (;;) {
+		rc = pfs_writepages_pass(&wb);
+		/* Background writeback: the flusher's next round retries. */
+		if (rc || !wb.again || wbc->sync_mode != WB_SYNC_ALL)
+			return rc;
+		/* Whoever waits for the data is told it is not stored. */
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		schedule_timeout_killable(msecs_to_jiffies(delay_ms));
+		delay_ms = min(delay_ms * 2, PFS_WB_BACKOFF_MAX_MS);
+	}
 }
 
 /* Writes a dirty folio out while it stays locked (invalidate_inode_pages2). */
@@ -845,7 +991,7 @@ static int pfs_launder_folio(struct folio *folio)
 	size_t len;
 	struct iov_iter it;
 	ssize_t n;
-	int rc = 0;
+	int rc = 0, err;
 
 	if (!folio_clear_dirty_for_io(folio) || pos >= size)
 		return 0;
@@ -853,9 +999,15 @@ static int pfs_launder_folio(struct folio *folio)
 	folio_start_writeback(folio);
 	iov_iter_xarray(&it, ITER_SOURCE, &inode->i_mapping->i_pages, pos, len);
 	n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_WRITE, pos, &it, len);
-	if (n != len) {
+	if (n == len) {
+		pfs_wb_succeeded(inode);
+	} else {
 		rc = n < 0 ? n : -EIO;
-		mapping_set_error(inode->i_mapping, rc);
+		err = pfs_wb_verdict(inode, rc);
+		if (err)
+			mapping_set_error(inode->i_mapping, err);
+		else
+			folio_mark_dirty(folio);	/* written later */
 	}
 	folio_end_writeback(folio);
 	return rc;

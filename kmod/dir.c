@@ -3,13 +3,55 @@
  * Directory listing. The metadata server hands out entries, "." and ".."
  * first, with cookies that stay valid while the directory changes; the
  * file position is the cookie to resume after.
+ *
+ * Nothing the server sends reaches the reader unchecked: a name that is
+ * not a plain name, a type the VFS does not know, "." or ".." anywhere
+ * but at the start, or a cookie that does not move forward fails the
+ * listing with -EIO.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include "pfs.h"
 
 #define PFS_DIR_POS_EOF		((loff_t)PFS_MAX_FILE_OFFSET)
 #define PFS_READDIR_BATCH	512
 #define PFS_READDIR_REPLY_MAX \
 	(64 + PFS_READDIR_BATCH * (PFS_DIRENT_MIN_SIZE + PFS_NAME_MAX))
+
+static bool pfs_dt_known(u8 type)
+{
+	switch (type) {
+	case DT_UNKNOWN:
+	case DT_FIFO:
+	case DT_CHR:
+	case DT_DIR:
+	case DT_BLK:
+	case DT_REG:
+	case DT_LNK:
+	case DT_SOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Whether an entry of len name bytes may follow position pos: not empty,
+ * no '/' (the decoder refuses NULs), a known type, a cookie past pos. "."
+ * and ".." are directories that only start a listing: the server numbers
+ * them 1 and 2, its entries from 3 on.
+ */
+static bool pfs_dirent_ok(const struct pfs_dirent *ent, size_t len, loff_t pos)
+{
+	if (!len || memchr(ent->name, '/', len) || !pfs_dt_known(ent->type) ||
+	    ent->cookie <= pos || ent->cookie >= PFS_DIR_POS_EOF)
+		return false;
+	if (len == 1 && ent->name[0] == '.')
+		return pos == 0 && ent->type == DT_DIR;
+	if (len == 2 && ent->name[0] == '.' && ent->name[1] == '.')
+		return pos <= 1 && ent->type == DT_DIR;
+	return true;
+}
 
 /*
  * One READDIR round trip from cookie; emits what fits. Returns 1 when the
@@ -49,12 +91,20 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	if (pfs_x_dir_page(&x, &page) || page.count > PFS_READDIR_BATCH)
 		goto out;
 	for (i = 0; i < page.count; i++) {
+		size_t n;
+
 		if (pfs_x_dirent(&x, ent))
 			goto out;
-		if (ent->cookie >= PFS_DIR_POS_EOF)
+		n = strlen(ent->name);
+		if (!pfs_dirent_ok(ent, n, ctx->pos)) {
+			pr_warn_ratelimited("READDIR of %llu@%u: refusing entry \"%*pE\" (type %u, cookie %llu after %lld)\n",
+					    m.dir.ino, m.dir.owner_node, (int)n,
+					    ent->name, ent->type, ent->cookie,
+					    ctx->pos);
 			goto out;
-		if (!dir_emit(ctx, ent->name, strlen(ent->name),
-			      pfs_ino_of(&ent->id), ent->type)) {
+		}
+		if (!dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
+			      ent->type)) {
 			rc = 0;
 			goto out;
 		}
@@ -65,15 +115,19 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	if (page.eof) {
 		ctx->pos = PFS_DIR_POS_EOF;
 		rc = 0;
-	} else {
+	} else if (!page.count) {
 		/* An empty page that is not the end still moves forward. */
-		if (!page.count)
-			ctx->pos = page.next_cookie;
+		if (page.next_cookie <= ctx->pos ||
+		    page.next_cookie >= PFS_DIR_POS_EOF)
+			goto out;
+		ctx->pos = page.next_cookie;
+		rc = 1;
+	} else {
 		rc = 1;
 	}
 out:
 	if (rc < 0)
-		pr_warn_ratelimited("pfs: READDIR of %llu@%u failed: %d\n",
+		pr_warn_ratelimited("READDIR of %llu@%u failed: %d\n",
 				    m.dir.ino, m.dir.owner_node, rc);
 	pfs_rpc_release(&rpc);
 	return rc;

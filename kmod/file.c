@@ -85,8 +85,7 @@ static int pfs_send_size(struct inode *inode, bool written)
 	if (size > pi->reported_size)
 		pi->reported_size = size;
 	spin_unlock(&inode->i_lock);
-	pfs_inode_update(inode, &attr);
-	return 0;
+	return pfs_inode_update(inode, &attr);
 }
 
 int pfs_report_size(struct inode *inode)
@@ -122,7 +121,8 @@ static int pfs_send_close(struct super_block *sb, const struct pfs_entry_id *id)
  * metadata server: a reader that opens and closes thousands of small
  * files (a training epoch) costs the server one request per file, not
  * two. A server counts the file open a little longer, which only delays
- * freeing an unlinked file's chunks. pfs_kill_sb drains what waits before
+ * freeing an unlinked file's chunks. A CLOSE that gets no answer is sent
+ * again until it does (resend.c). pfs_kill_sb drains what waits before
  * the session ends.
  */
 #define PFS_CLOSE_DELAY		msecs_to_jiffies(20)
@@ -130,6 +130,20 @@ static int pfs_send_close(struct super_block *sb, const struct pfs_entry_id *id)
 #define PFS_CLOSE_SOON		(PFS_CLOSE_MANY_MAX / 2)
 
 static struct workqueue_struct *pfs_close_wq;
+
+/* What became of closes: unanswered ones are sent again (resend.c). */
+static void pfs_closes_done(struct super_block *sb,
+			    const struct pfs_entry_id *ids, unsigned int n,
+			    int rc)
+{
+	if (!rc)
+		return;
+	if (pfs_resend_unanswered(rc))
+		pfs_resend_close(sb, ids, n, rc);
+	else
+		pr_warn_ratelimited("CLOSE of %u inodes (inode %llu first) failed: %d\n",
+				    n, ids[0].ino, rc);
+}
 
 /* Sends the closes of m, all owned by one metadata server. */
 static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m)
@@ -145,17 +159,12 @@ static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m)
 	 * (an older one), or without the memory to encode the batch.
 	 */
 	if (rc == -EOPNOTSUPP || rc == -ENOMEM) {
-		rc = 0;
-		for (i = 0; i < n; i++) {
-			int err = pfs_send_close(sb, &m->ids[i]);
-
-			if (err && !rc)
-				rc = err;
-		}
+		for (i = 0; i < n; i++)
+			pfs_closes_done(sb, &m->ids[i], 1,
+					pfs_send_close(sb, &m->ids[i]));
+		return;
 	}
-	if (rc)
-		pr_warn_ratelimited("CLOSE of %u inodes (inode %llu first) failed: %d\n",
-				    n, m->ids[0].ino, rc);
+	pfs_closes_done(sb, m->ids, n, rc);
 }
 
 static void pfs_close_worker(struct work_struct *work)
@@ -204,10 +213,8 @@ void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id)
 		b->ids[b->waiting++] = *id;
 	spin_unlock(&b->lock);
 	if (waiting == PFS_CLOSE_MANY_MAX) {
-		/* The worker is behind (a slow server): this one waits. */
-		if (pfs_send_close(sb, id))
-			pr_warn_ratelimited("CLOSE of inode %llu failed\n",
-					    id->ino);
+		/* The worker is behind (a slow server): no closer waits. */
+		pfs_resend_close_later(sb, id);
 	} else if (waiting + 1 >= PFS_CLOSE_SOON) {
 		mod_delayed_work(pfs_close_wq, &b->work, 0);
 	} else if (!waiting) {
@@ -300,8 +307,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 				    layout->count);
 		rc = -EIO;
 	} else {
-		pfs_inode_update(inode, &attr);
-		rc = pfs_inode_set_layout(inode, layout);
+		rc = pfs_inode_update(inode, &attr) ?:
+		     pfs_inode_set_layout(inode, layout);
 		if (!rc)
 			rc = pfs_file_setup(inode, file);
 	}

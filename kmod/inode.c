@@ -57,7 +57,7 @@ static bool pfs_has_local_writes(struct inode *inode)
 	       mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK);
 }
 
-void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
+int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct timespec64 mtime = pfs_ts(&attr->mtime);
@@ -69,6 +69,15 @@ void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 	/* Not the first fill of a new inode: changes are news. */
 	bool known = test_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
 
+	/* An answer about another entry, or of another type: not ours. */
+	if (memcmp(&attr->id, &pi->id, sizeof(attr->id)) ||
+	    ((attr->mode ^ inode->i_mode) & S_IFMT)) {
+		pr_warn_ratelimited("attributes of entry %llu@%u (mode 0%o) came for entry %llu@%u (mode 0%o): ignored\n",
+				    attr->id.ino, attr->id.owner_node,
+				    attr->mode, pi->id.ino, pi->id.owner_node,
+				    inode->i_mode);
+		return -EIO;
+	}
 	if (known && !timespec64_equal(&ctime, &old_ctime))
 		forget_all_cached_acls(inode);
 	/*
@@ -103,6 +112,7 @@ void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 	pi->attr_time = jiffies;
 	WRITE_ONCE(pi->perm_time, pi->attr_time);
 	set_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
+	return 0;
 }
 
 int pfs_revalidate_mapping(struct inode *inode)
@@ -228,7 +238,10 @@ struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr)
 	if (inode->i_state & I_NEW) {
 		inode->i_mode = attr->mode;
 		pfs_init_ops(inode);
-		pfs_inode_update(inode, attr);
+		if (pfs_inode_update(inode, attr)) {
+			iget_failed(inode);
+			return ERR_PTR(-EIO);
+		}
 		unlock_new_inode(inode);
 		return inode;
 	}
@@ -239,7 +252,7 @@ struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr)
 		iput(inode);
 		return ERR_PTR(-EIO);
 	}
-	pfs_inode_update(inode, attr);
+	pfs_inode_update(inode, attr);	/* same id and type: succeeds */
 	return inode;
 }
 
@@ -316,8 +329,26 @@ int pfs_revalidate_inode(struct inode *inode, bool force)
 		return rc;
 	if ((attr.mode ^ inode->i_mode) & S_IFMT)
 		return -ESTALE;
-	pfs_inode_update(inode, &attr);
-	return 0;
+	return pfs_inode_update(inode, &attr);
+}
+
+/*
+ * Another client may have taken access away (chmod, chown, ACLs): the mode,
+ * owner and ACLs a check relies on are at most attr_ttl old, unless the
+ * server's notice expired them earlier.
+ */
+int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
+{
+	if (!pfs_perm_fresh(inode)) {
+		int rc;
+
+		if (mask & MAY_NOT_BLOCK)
+			return -ECHILD;
+		rc = pfs_revalidate_inode(inode, true);
+		if (rc)
+			return rc;
+	}
+	return generic_permission(idmap, inode, mask);
 }
 
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
@@ -407,12 +438,12 @@ int pfs_apply_setattr(struct inode *inode, struct iattr *ia)
 		return rc;
 	if (m.valid & PFS_SET_SIZE)
 		truncate_setsize(inode, m.size);
-	pfs_inode_update(inode, &attr);
+	rc = pfs_inode_update(inode, &attr);
 	if (m.valid & PFS_SET_SIZE) {
 		i_size_write(inode, m.size);
 		PFS_I(inode)->reported_size = m.size;
 	}
-	return 0;
+	return rc;
 }
 
 int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry, struct iattr *ia)
@@ -475,6 +506,7 @@ static const char *pfs_get_link(struct dentry *dentry, struct inode *inode,
 }
 
 const struct inode_operations pfs_file_iops = {
+	.permission	= pfs_permission,
 	.getattr	= pfs_getattr,
 	.setattr	= pfs_setattr,
 	.listxattr	= pfs_listxattr,

@@ -8,6 +8,12 @@
  *
  * The server keeps a client's locks as long as its session lives: the
  * session work below renews it while the file system is mounted.
+ *
+ * A lock's owner on the wire is opaque: the struct file (flock) or
+ * fl_owner (POSIX) it stands for, hashed with SipHash under a random key
+ * of the mount, so servers never learn a kernel address, and one owner is
+ * one id for the mount's life (distinct owners collide with probability
+ * 2^-64 per pair).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -46,6 +52,12 @@ static u8 pfs_lock_type(int fl_type)
 	}
 }
 
+static u64 pfs_lock_owner(struct file *file, const void *owner)
+{
+	return siphash_1u64((u64)(uintptr_t)owner,
+			    &PFS_SB(file_inode(file)->i_sb)->lock_key);
+}
+
 static void pfs_lock_fill(struct file *file, struct file_lock *fl, u8 kind,
 			  struct pfs_lock_req *m)
 {
@@ -56,11 +68,11 @@ static void pfs_lock_fill(struct file *file, struct file_lock *fl, u8 kind,
 	if (kind == PFS_LOCK_FLOCK) {
 		m->start = 0;
 		m->end = PFS_LOCK_EOF;
-		m->owner = (u64)(uintptr_t)file;
+		m->owner = pfs_lock_owner(file, file);
 	} else {
 		m->start = fl->fl_start;
 		m->end = fl->fl_end == OFFSET_MAX ? PFS_LOCK_EOF : fl->fl_end;
-		m->owner = (u64)(uintptr_t)pfs_fl_owner(fl);
+		m->owner = pfs_lock_owner(file, pfs_fl_owner(fl));
 	}
 	m->pid = task_tgid_nr(current);
 }
@@ -70,6 +82,23 @@ static int pfs_lock_once(struct inode *inode, const struct pfs_lock_req *m)
 {
 	return pfs_meta_simple(inode->i_sb, &PFS_I(inode)->id, PFS_MSG_LOCK,
 			       pfs_x_lock_req, (struct pfs_lock_req *)m);
+}
+
+/*
+ * An unlock: one that gets no answer (a server down or stopped, a lost
+ * connection, the task killed) is sent again from the background until
+ * the server has it (resend.c), so the lock is not held cluster-wide for
+ * the rest of our session. The caller drops the lock locally anyway.
+ * Returns the server's refusal, if it answered one.
+ */
+static int pfs_unlock_once(struct inode *inode, const struct pfs_lock_req *m)
+{
+	int rc = pfs_lock_once(inode, m);
+
+	if (!rc || !pfs_resend_unanswered(rc))
+		return rc;
+	pfs_resend_unlock(inode->i_sb, m, rc);
+	return 0;
 }
 
 static int pfs_lock_wait(struct inode *inode, const struct pfs_lock_req *m,
@@ -99,13 +128,16 @@ static int pfs_set_lock(struct file *file, struct file_lock *fl, u8 kind,
 
 	pfs_lock_fill(file, fl, kind, &m);
 	if (m.type == PFS_LOCK_UNLOCK) {
-		/* Drop it locally even when the server is gone. */
-		rc = pfs_lock_once(inode, &m);
+		/* Dropped locally even while the server cannot be reached. */
+		rc = pfs_unlock_once(inode, &m);
 		pfs_fl_flags(fl) &= ~FL_SLEEP;
 		locks_lock_file_wait(file, fl);
 		return rc;
 	}
-	rc = pfs_lock_wait(inode, &m, wait);
+	/* An unlock of this owner that is still to be sent goes first. */
+	rc = pfs_resend_flush_lock(inode->i_sb, &m.id, m.owner);
+	if (!rc)
+		rc = pfs_lock_wait(inode, &m, wait);
 	if (rc == -EAGAIN && kind == PFS_LOCK_FLOCK)
 		rc = -EWOULDBLOCK;
 	if (rc)
@@ -115,7 +147,7 @@ static int pfs_set_lock(struct file *file, struct file_lock *fl, u8 kind,
 	rc = locks_lock_file_wait(file, fl);
 	if (rc) {
 		m.type = PFS_LOCK_UNLOCK;
-		pfs_lock_once(inode, &m);
+		pfs_unlock_once(inode, &m);
 	}
 	return rc;
 }

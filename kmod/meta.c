@@ -4,7 +4,42 @@
  * named in its id (owner_node), so a request about an entry, or about a
  * name in a directory, goes to that entry's or directory's owner.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include "pfs.h"
+
+/*
+ * Attributes the VFS can take from a server: a known file type, no mode
+ * bits beyond it and the permissions, and a size within the largest file
+ * (one past 2^63 would be negative as loff_t).
+ */
+static int pfs_attr_check(u16 type, const struct pfs_attr *attr)
+{
+	const char *what = NULL;
+
+	switch (attr->mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		if (attr->mode & ~(u32)(S_IFMT | 07777))
+			what = "mode";
+		break;
+	default:
+		what = "file type";
+	}
+	if (!what && attr->size > PFS_MAX_FILE_OFFSET)
+		what = "size";
+	if (!what)
+		return 0;
+	pr_warn_ratelimited("%s reply: entry %llu@%u has an impossible %s (mode 0%o, size %llu): refused\n",
+			    pfs_msg_name(type), attr->id.ino,
+			    attr->id.owner_node, what, attr->mode, attr->size);
+	return -EIO;
+}
 
 int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		  struct pfs_rpc *rpc)
@@ -45,8 +80,9 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		layout->count = 0;
 	rc = pfs_xdr_finish(&x) ? -EIO : 0;
 	if (rc)
-		pr_warn_ratelimited("pfs: malformed %s reply\n",
-				    pfs_msg_name(type));
+		pr_warn_ratelimited("malformed %s reply\n", pfs_msg_name(type));
+	else
+		rc = pfs_attr_check(type, attr);
 out:
 	pfs_rpc_release(&rpc);
 	return rc;

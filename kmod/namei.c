@@ -476,9 +476,10 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
 			       m, &attr, NULL);
 	pfs_dir_changed(dir, rc);
+	if (!rc)
+		rc = pfs_inode_update(inode, &attr);
 	if (rc)
 		goto out;
-	pfs_inode_update(inode, &attr);
 	ihold(inode);
 	d_instantiate(dentry, inode);
 	pfs_dentry_stamp(dentry, gen);
@@ -573,20 +574,6 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	if (PFS_I(old_dir)->id.owner_node != PFS_I(new_dir)->id.owner_node)
 		WRITE_ONCE(old_dentry->d_time, 0);
 	return 0;
-}
-
-static int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask)
-{
-	if (!pfs_perm_fresh(inode)) {
-		int rc;
-
-		if (mask & MAY_NOT_BLOCK)
-			return -ECHILD;
-		rc = pfs_revalidate_inode(inode, true);
-		if (rc)
-			return rc;
-	}
-	return generic_permission(idmap, inode, mask);
 }
 
 const struct inode_operations pfs_dir_iops = {

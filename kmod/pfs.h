@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/siphash.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
@@ -63,6 +64,18 @@ struct pfs_close_batch {
 	struct pfs_close_many sending;	/* the worker's own */
 };
 
+/* CLOSEs and unlocks sent again until answered (resend.c) */
+struct pfs_resender {
+	spinlock_t lock;
+	struct list_head items;
+	unsigned int count;		/* items, in a pass's hands too */
+	bool stopping;			/* umount: no more are queued */
+	struct mutex send_lock;		/* a pass at a time, in order */
+	struct delayed_work work;
+	unsigned int backoff_ms;	/* the work's own */
+	struct super_block *sb;
+};
+
 struct pfs_sb_info {
 	struct super_block *sb;
 	struct pfs_mount_opts opts;
@@ -82,6 +95,9 @@ struct pfs_sb_info {
 	struct delayed_work session_work;
 	unsigned long session_renew;	/* jiffies between renewals */
 	struct pfs_close_batch closes;
+	/* lock owners go on the wire hashed under it (lock.c) */
+	siphash_key_t lock_key;
+	struct pfs_resender resend;
 };
 
 static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)
@@ -107,6 +123,11 @@ struct pfs_inode_info {
 	struct pfs_verfs *verfs;	/* per target, set with the layout */
 	/* the largest size the metadata server has been told of */
 	u64 reported_size;
+	/*
+	 * jiffies (never 0) of the first of the writeback failures in a row
+	 * that are being retried; 0 when the last attempt succeeded
+	 */
+	unsigned long wb_fail_since;
 	unsigned long flags;		/* PFS_INO_* bits */
 	/*
 	 * directories: bumped when the server says names in it changed, or
@@ -231,7 +252,8 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;
 struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr);
-void pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
+/* -EIO (nothing changed) when attr is of another entry or type. */
+int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
 /* Raises i_size to end if it is less (writers; safe against refreshes). */
 void pfs_i_size_extend(struct inode *inode, loff_t end);
 /*
@@ -248,6 +270,8 @@ void pfs_attr_expire(struct inode *inode);
 void pfs_attr_expire_times(struct inode *inode);
 /* Mode, owner and ACLs younger than the attribute TTL. */
 bool pfs_perm_fresh(struct inode *inode);
+/* ->permission of files and directories: revalidates stale permissions. */
+int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask);
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
 		struct kstat *stat, u32 request_mask, unsigned int flags);
 int pfs_setattr(pfs_idmap_t *idmap, struct dentry *dentry,
@@ -287,6 +311,25 @@ void pfs_drain_closes(struct super_block *sb);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);
+
+/* resend.c: CLOSEs and unlocks sent again until the server answers */
+void pfs_resend_init(struct pfs_resender *r, struct super_block *sb);
+void pfs_resend_worker(struct work_struct *work);
+/* Whether a request's error means the server may not have it. */
+bool pfs_resend_unanswered(int err);
+/* Queues what got no answer (err) for sending again; others are done. */
+void pfs_resend_close(struct super_block *sb, const struct pfs_entry_id *ids,
+		      unsigned int n, int err);
+void pfs_resend_unlock(struct super_block *sb, const struct pfs_lock_req *m,
+		       int err);
+/* A CLOSE sent from the background at once (the closer does not wait). */
+void pfs_resend_close_later(struct super_block *sb,
+			    const struct pfs_entry_id *id);
+/* Sends the unlocks waiting for (id, owner): before a LOCK of theirs. */
+int pfs_resend_flush_lock(struct super_block *sb,
+			  const struct pfs_entry_id *id, u64 owner);
+/* umount: one last attempt for everything, then nothing is kept. */
+void pfs_resend_drain(struct super_block *sb);
 
 /* lock.c: flock and POSIX locks (file_operations .flock and .lock) */
 int pfs_lock(struct file *file, int cmd, struct file_lock *fl);

@@ -249,6 +249,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->layout = NULL;
 	pi->verfs = NULL;
 	pi->reported_size = 0;
+	pi->wb_fail_since = 0;
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
 	return &pi->vfs_inode;
@@ -267,6 +268,14 @@ static void pfs_free_inode(struct inode *inode)
 
 static void pfs_evict_inode(struct inode *inode)
 {
+	/*
+	 * Writeback keeps dirty data until it is stored or its loss recorded;
+	 * only a umount whose sync was killed leaves some: never silently.
+	 */
+	if (inode->i_nlink && mapping_tagged(&inode->i_data,
+					     PAGECACHE_TAG_DIRTY))
+		pr_warn_ratelimited("inode %llu dropped with data not written back\n",
+				    PFS_I(inode)->id.ino);
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 }
@@ -441,6 +450,7 @@ static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	/* Before the net starts: notices look inodes up in sb. */
 	sbi->sb = sb;
 	pfs_close_batch_init(&sbi->closes, sb);
+	pfs_resend_init(&sbi->resend, sb);
 	sb->s_magic = PFS_SUPER_MAGIC;
 	sb->s_op = &pfs_super_ops;
 	sb->s_d_op = &pfs_dentry_ops;
@@ -538,6 +548,7 @@ static int pfs_get_tree(struct fs_context *fc)
 	/* Only who knows the token can act as this client id (BIND_CLIENT). */
 	get_random_bytes(sbi->token, sizeof(sbi->token));
 	sbi->client_id = pfs_auth_client_id(sbi->token);
+	get_random_bytes(&sbi->lock_key, sizeof(sbi->lock_key));
 
 	fc->s_fs_info = sbi;
 	return get_tree_nodev(fc, pfs_fill_super);
@@ -603,6 +614,7 @@ static void pfs_kill_sb(struct super_block *sb)
 		if (sbi->net) {
 			/* Queued CLOSEs go out while the net and the session live. */
 			pfs_drain_closes(sb);
+			pfs_resend_drain(sb);
 			pfs_session_end(sbi);
 			pfs_net_stop(sbi->net);
 		}

@@ -740,8 +740,9 @@ struct pfs_statfs {
  * flock (whole file; start/end are ignored) and POSIX byte ranges.
  *
  * A lock belongs to (header.client_id, owner): owner is opaque to the
- * server, unique within the client (the kernel passes the struct file * for
- * flock and the fl_owner for POSIX; libpfs an id per open file). Locks of
+ * server, unique within the client (the kernel passes a keyed hash of the
+ * struct file * for flock and of the fl_owner for POSIX, never an address;
+ * libpfs an id per open file). Locks of
  * different (client, owner) pairs conflict when one is a write lock (and,
  * for POSIX, the ranges overlap); one owner's locks never conflict with each
  * other. A POSIX request replaces the owner's locks in its range: ranges

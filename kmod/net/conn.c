@@ -12,7 +12,10 @@
  * arrives after its waiter timed out finds no entry and is dropped, never
  * touching freed memory. A waiter that finds its request already taken
  * waits for the taker, which is bounded: a reply's payload is read under
- * the request timeout, and a kill shuts the socket down.
+ * the request timeout, and a kill shuts the socket down. A waiter with a
+ * fatal signal gives a reply under way a moment, then kills the connection
+ * (pfs_rpc_wait_taken): nothing on the network can hold a task that must
+ * die.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,6 +31,8 @@
 #define PFS_SCRATCH_SIZE	4096
 #define PFS_CONN_HEAD_MAX	3	/* header, groups and body */
 #define PFS_GROUPS_BLOCK_MAX	(4 + 4 * PFS_GROUPS_MAX)
+/* How long a killed waiter lets a reply under way finish. */
+#define PFS_KILLED_GRACE	(HZ / 10)
 #define PFS_NOTIFY_MAX		(64u << 10)
 /* The s32 status and, when it is not OK, its u16-counted message. */
 #define PFS_STATUS_WIRE_MAX	(4 + 2 + PFS_STATUS_MSG_MAX)
@@ -255,6 +260,25 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	return -EIO;
 }
 
+/*
+ * Waits for the receiving thread, which took rpc out of the table and is
+ * reading its reply into rpc's buffers: bounded by the timeout, but a
+ * fatal signal must not wait that long (the reply may stall half way).
+ * After a short grace the connection is cut, which makes the thread let
+ * go of rpc at once; the other requests on it fail with -EIO.
+ */
+static void pfs_rpc_wait_taken(struct pfs_conn *c, struct pfs_rpc *rpc)
+{
+	if (!wait_for_completion_killable(&rpc->done))
+		return;
+	if (wait_for_completion_timeout(&rpc->done, PFS_KILLED_GRACE))
+		return;
+	pr_warn_ratelimited("%s: killed while the reply to %s arrives, dropping the connection\n",
+			    c->peer, pfs_msg_name(rpc->type));
+	pfs_conn_kill(c, -EIO);
+	wait_for_completion(&rpc->done);
+}
+
 int pfs_rpc_wait(struct pfs_rpc *rpc)
 {
 	struct pfs_conn *c = rpc->conn;
@@ -276,7 +300,7 @@ int pfs_rpc_wait(struct pfs_rpc *rpc)
 						    pfs_msg_name(rpc->type),
 						    c->net->cfg.timeout_ms);
 		} else {
-			wait_for_completion(&rpc->done);
+			pfs_rpc_wait_taken(c, rpc);
 		}
 	}
 	pfs_rpc_detach(rpc);
@@ -289,7 +313,7 @@ void pfs_rpc_release(struct pfs_rpc *rpc)
 	/* Started but never waited for: take it back or let it finish. */
 	if (rpc->conn) {
 		if (!pfs_conn_unlink(rpc->conn, rpc))
-			wait_for_completion(&rpc->done);
+			pfs_rpc_wait_taken(rpc->conn, rpc);
 		pfs_rpc_detach(rpc);
 	}
 	kvfree(rpc->reply);

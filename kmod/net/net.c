@@ -80,7 +80,7 @@ struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
 
 	err = pfs_map_refresh(net);
 	if (err) {
-		if (err != -EACCES)
+		if (err != -EACCES && err != -EINTR)
 			pr_err("cannot fetch the cluster map from %s: error %d\n",
 			       net->mgmt_name, err);
 		pfs_net_stop(net);

@@ -60,6 +60,8 @@ void pfs_net_stop(struct pfs_net *net);
  * with -EIO; the net stays allocated until pfs_net_stop.
  */
 void pfs_net_abort(struct pfs_net *net);
+/* -EIO when aborted, -ESHUTDOWN when stopping, else 0. */
+int pfs_net_check(struct pfs_net *net);
 
 /* Metadata node that owns the root directory (the first one registered). */
 int pfs_net_root_meta(struct pfs_net *net, u32 *node_id);

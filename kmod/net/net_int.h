@@ -99,8 +99,6 @@ struct pfs_node {
 /* net.c */
 void pfs_net_get(struct pfs_net *net);
 void pfs_net_put(struct pfs_net *net);
-/* -EIO when aborted, -ESHUTDOWN when stopping, else 0. */
-int pfs_net_check(struct pfs_net *net);
 
 /* conn.c */
 enum pfs_conn_kind {

@@ -8,9 +8,12 @@
  * data or unanswered keepalives by TCP_USER_TIMEOUT, so a peer that
  * vanishes without a reset is noticed too.
  *
- * Sends and receives run with every signal but SIGKILL blocked: a caught
- * signal must not cut a frame in half (that would break the byte stream
- * every other request shares), while a fatal one still gets the task out.
+ * Connects, sends and receives run with every signal but SIGKILL blocked:
+ * a caught signal must not cut a frame in half (that would break the byte
+ * stream every other request shares), while a fatal one gets the task out
+ * at once, wherever it waits: for the peer to accept, to read (a full
+ * socket buffer) or to answer. (The kernel's sigprocmask() blocks SIGKILL
+ * too when asked to: only the system call keeps it out of the mask.)
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,6 +43,7 @@ static void pfs_block_signals(sigset_t *old)
 	sigset_t all;
 
 	sigfillset(&all);
+	sigdelset(&all, SIGKILL);
 	sigprocmask(SIG_BLOCK, &all, old);
 }
 

@@ -18,6 +18,21 @@ CHUNK_READ). --mode picks how it breaks the protocol:
   enoent      CHUNK_READs fail with ENOENT and a status message
   badproof    the handshake's server proof is wrong
   badcount    GET_NODES claims 65536 nodes and sends none
+  silent      accepts connections and never sends the handshake's challenge
+  deaf        listens with a backlog of 0 and never accepts: once one
+              connection fills the queue, connects hang in SYN_SENT
+  sink        serves the map, then stops reading at the first CHUNK_WRITE
+              header (the sender's socket buffer fills; prints "sinking")
+  evil        also a metadata server (node 5, the root's) whose namespace
+              holds what no client may take (see EVIL): directories
+              listing "../../x", "a/b", "", ".." amid entries and an
+              unknown d_type, files of size 2^63 and 2^62 + 1 and one of
+              an unknown file type; "good" is a sane directory, its two
+              files may be opened (one target, 1). UNLINK and RMDIR are
+              answered OK and printed ("UNLINK NAME"), so are LOCKs
+              ("LOCK ino=I kind=K type=T owner=0x...")
+
+stall prints "stalled" when it goes quiet.
 
 Usage: fake_server.py --port P --secret FILE --mode MODE [--batch N]
 """
@@ -33,14 +48,47 @@ import threading
 MAGIC = 0x31534650
 VERSION = 2
 HEADER = struct.Struct("<IHHIIQIIQQ")
-FLAG_REPLY, FLAG_NOTIFY = 1, 2
+FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS = 1, 2, 4
 AUTH_CHALLENGE, AUTH_RESPONSE, PING, BIND_CLIENT = 1, 2, 3, 5
 AUTH_FRAME_MAC, FRAME_MAC_LEN = 1, 16
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
+LOOKUP, GETATTR, UNLINK, RMDIR, READDIR = 200, 201, 207, 208, 211
+OPEN, CLOSE, LISTXATTR, STATFS = 212, 213, 216, 218
+LOCK, GETLK, SESSION_RENEW, SESSION_END = 221, 222, 223, 224
+OPEN_NAME, CLOSE_MANY = 226, 236
 CHUNK_WRITE, CHUNK_READ = 300, 301
-E_AUTH = 1001
+E_AUTH, E_UNKNOWN_MSG = 1001, 1003
+ENOENT, ENOTDIR = 2, 20
 NODE_ID, NODE_STORAGE, TARGET_ID = 7, 3, 1
 WRITE_VERIFIER = 0x5eed
+META_ID, NODE_META = 5, 2
+S_IFDIR, S_IFREG = 0o040000, 0o100000
+DT_DIR, DT_REG = 4, 8
+
+# Mode evil's namespace: ino -> (mode, size, entries); entries are (name,
+# ino, d_type) after "." and "..". The root is ino 1, "fine" (ino 20) an
+# ordinary file. LOOKUP also knows "." and ".." and the root's unlisted
+# "x": the path "../../x" leads somewhere for a client that follows it.
+EVIL = {
+    1: (S_IFDIR | 0o755, 4096, [("good", 10, DT_DIR), ("names", 11, DT_DIR),
+                               ("slash", 12, DT_DIR), ("empty", 13, DT_DIR),
+                               ("dots", 14, DT_DIR), ("dtype", 15, DT_DIR),
+                               ("huge", 30, DT_REG), ("past", 31, DT_REG),
+                               ("weird", 32, DT_REG)]),
+    10: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG), ("fine2", 22, DT_REG)]),
+    11: (S_IFDIR | 0o755, 4096, [("../../x", 21, DT_REG),
+                                 ("fine", 20, DT_REG)]),
+    12: (S_IFDIR | 0o755, 4096, [("a/b", 21, DT_REG)]),
+    13: (S_IFDIR | 0o755, 4096, [("", 21, DT_REG)]),
+    14: (S_IFDIR | 0o755, 4096, [("fine", 20, DT_REG), ("..", 10, DT_DIR)]),
+    15: (S_IFDIR | 0o755, 4096, [("f", 21, 3)]),
+    20: (S_IFREG | 0o644, 6, None),
+    21: (S_IFREG | 0o644, 6, None),
+    22: (S_IFREG | 0o644, 6, None),
+    30: (S_IFREG | 0o644, 1 << 63, None),
+    31: (S_IFREG | 0o644, (1 << 62) + 1, None),
+    32: (0o170644, 6, None),
+}
 
 
 def pstr(s):
@@ -60,11 +108,35 @@ def failed(status, message):
     return struct.pack("<i", status) + pstr(message)
 
 
-def client_key(secret):
-    """The client role's key: a "pfs-key-v1 client HEX" file's, or derived."""
-    if secret.startswith(b"pfs-key-v1 client "):
+ROLES = {1: b"client", 2: b"admin", 3: b"server"}
+
+
+def role_key(secret, role):
+    """A role's key: a "pfs-key-v1 ROLE HEX" file's, or derived from the
+    cluster secret."""
+    if secret.startswith(b"pfs-key-v1 "):
         return bytes.fromhex(secret.split(b" ")[2].decode())
-    return hmac.new(secret, b"pfs-role-v1 client", hashlib.sha256).digest()
+    return hmac.new(secret, b"pfs-role-v1 " + ROLES.get(role, b"?"), hashlib.sha256).digest()
+
+
+def entry_id(ino):
+    return struct.pack("<QII", ino, META_ID, 1)
+
+
+def attr(ino):
+    mode, size, entries = EVIL[ino]
+    nlink = 2 if entries is not None else 1
+    times = struct.pack("<qI", 1700000000, 0) * 3
+    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times
+
+
+def layout():
+    return struct.pack("<IIII", 64 << 10, 1, 1, TARGET_ID)
+
+
+def read_str(p, at):
+    n = struct.unpack_from("<H", p, at)[0]
+    return p[at + 2:at + 2 + n].decode(errors="replace"), at + 2 + n
 
 
 class Conn:
@@ -115,11 +187,11 @@ class Conn:
         self.send(h[2], FLAG_REPLY, h[5], payload, **kw)
 
     def handshake(self):
-        key = client_key(self.args.secret_bytes)
         sn = os.urandom(32)
         self.send(AUTH_CHALLENGE, 0, 0, sn)
         h, p = self.read_frame()
         cn, mac, tail = p[:32], p[32:64], p[64:66]
+        key = role_key(self.args.secret_bytes, tail[0] if tail else 0)
         want = hmac.new(key, b"pfs-auth-v2 client" + sn + cn + tail,
                         hashlib.sha256).digest()
         if h[2] != AUTH_RESPONSE or not hmac.compare_digest(mac, want):
@@ -136,10 +208,24 @@ class Conn:
         return True
 
     def serve(self):
+        if self.args.mode == "silent":
+            threading.Event().wait()  # never a challenge
         if not self.handshake():
             return
         while True:
-            h, p = self.read_frame()
+            raw = self.recv_exact(HEADER.size)
+            h = HEADER.unpack(raw)
+            if self.args.mode == "sink" and h[2] == CHUNK_WRITE:
+                print("sinking", flush=True)
+                threading.Event().wait()  # never reads again
+            p = self.recv_exact(h[4])
+            if self.session:
+                tag = self.recv_exact(FRAME_MAC_LEN)
+                if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p)):
+                    raise EOFError("bad frame MAC")
+                self.rx_seq += 1
+            if h[3] & FLAG_GROUPS:  # the caller's groups, in front of the body
+                p = p[4 + 4 * struct.unpack_from("<I", p)[0]:]
             self.dispatch(h, p)
 
     def dispatch(self, h, p):
@@ -156,10 +242,15 @@ class Conn:
             if mode == "badcount":
                 self.reply(h, ok(struct.pack("<I", 65536)))
                 return
-            node = (struct.pack("<IHHB", NODE_ID, NODE_STORAGE, port, 0) +
-                    pstr("fake") + pstr("127.0.0.1") + struct.pack("<Q", 0) +
-                    capacity())
-            self.reply(h, ok(struct.pack("<I", 1) + node))
+            nodes = [(NODE_ID, NODE_STORAGE)]
+            if mode == "evil":
+                nodes.append((META_ID, NODE_META))
+            body = struct.pack("<I", len(nodes))
+            for node_id, node_type in nodes:
+                body += (struct.pack("<IHHB", node_id, node_type, port, 0) +
+                         pstr("fake") + pstr("127.0.0.1") +
+                         struct.pack("<Q", 0) + capacity())
+            self.reply(h, ok(body))
         elif t == GET_TARGETS:
             target = (struct.pack("<IIIBBBB", TARGET_ID, NODE_ID, 1, 0, 0, 0, 0) +
                       pstr("/fake") + struct.pack("<Q", 0) + capacity())
@@ -177,8 +268,83 @@ class Conn:
             self.reply(h, ok(struct.pack("<IQ", length, WRITE_VERIFIER)))
         elif t == CHUNK_READ:
             self.chunk_read(h, p)
+        elif mode == "evil" and 200 <= t < 300:
+            self.evil_meta(h, p)
         else:
-            self.reply(h, failed(1003, "not served by the fake"))
+            self.reply(h, failed(E_UNKNOWN_MSG, "not served by the fake"))
+
+    def evil_meta(self, h, p):
+        t = h[2]
+        if t == GETATTR:
+            ino = struct.unpack_from("<Q", p)[0]
+            if ino in EVIL:
+                self.reply(h, ok(attr(ino)))
+            else:
+                self.reply(h, failed(ENOENT, "no such entry"))
+        elif t == LOOKUP:
+            ino = struct.unpack_from("<Q", p)[0]
+            name = read_str(p, 16)[0]
+            entries = EVIL.get(ino, (0, 0, None))[2]
+            found = [e for e in entries or [] if e[0] == name]
+            if name in (".", "..") or (ino == 1 and name == "x"):
+                found = [(name, {".": ino, "..": 1, "x": 21}[name], 0)]
+            if entries is None:
+                self.reply(h, failed(ENOTDIR, "not a directory"))
+            elif found:
+                self.reply(h, ok(attr(found[0][1])))
+            else:
+                self.reply(h, failed(ENOENT, "no such entry"))
+        elif t == READDIR:
+            ino, _, _, cookie = struct.unpack_from("<QIIQ", p)
+            entries = [(".", ino, DT_DIR), ("..", 1, DT_DIR)]
+            entries += EVIL.get(ino, (0, 0, []))[2] or []
+            body = b""
+            count = 0
+            for c, (name, e_ino, dtype) in enumerate(entries, 1):
+                if c <= cookie:
+                    continue
+                body += (entry_id(e_ino) + struct.pack("<QB", c, dtype) +
+                         pstr(name))
+                count += 1
+            page = struct.pack("<QBI", len(entries), 1, count)
+            self.reply(h, ok(page + body))
+        elif t in (UNLINK, RMDIR):
+            name = read_str(p, 16)[0]
+            print(("UNLINK " if t == UNLINK else "RMDIR ") + name, flush=True)
+            self.reply(h, ok())
+        elif t in (OPEN, OPEN_NAME):
+            ino = struct.unpack_from("<Q", p)[0]
+            if t == OPEN_NAME:
+                name = read_str(p, 16)[0]
+                entries = EVIL.get(ino, (0, 0, None))[2] or []
+                found = [e[1] for e in entries if e[0] == name]
+                ino = found[0] if found else 0
+            if ino not in EVIL:
+                self.reply(h, failed(ENOENT, "no such entry"))
+            elif EVIL[ino][2] is None:
+                self.reply(h, ok(attr(ino) + layout()))
+            else:
+                self.reply(h, ok(attr(ino)))  # only looked up
+        elif t in (CLOSE, CLOSE_MANY):
+            self.reply(h, ok())
+        elif t == LOCK:
+            ino, _, _, kind, ltype, start, end, owner, pid = struct.unpack_from(
+                "<QIIBBQQQI", p)
+            print(f"LOCK ino={ino} kind={kind} type={ltype} owner={owner:#018x}",
+                  flush=True)
+            self.reply(h, ok())
+        elif t == GETLK:
+            self.reply(h, ok(struct.pack("<BQQIQ", 3, 0, 0, 0, 0)))
+        elif t == SESSION_RENEW:
+            self.reply(h, ok(struct.pack("<I", 30000)))
+        elif t == SESSION_END:
+            self.reply(h, ok())
+        elif t == STATFS:
+            self.reply(h, ok(capacity() + struct.pack("<QQ", 10, 1000)))
+        elif t == LISTXATTR:
+            self.reply(h, ok())
+        else:
+            self.reply(h, failed(E_UNKNOWN_MSG, "not served by the fake"))
 
     def chunk_read(self, h, p):
         mode = self.args.mode
@@ -205,6 +371,7 @@ class Conn:
             whole = self.sealed(HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY,
                                             4 + len(data), h[5], 0, 0, 0, 0) + ok(data))
             self.sock.sendall(whole[:len(whole) // 2])
+            print("stalled", flush=True)
             threading.Event().wait()  # quiet for ever
         elif mode == "enoent":
             self.reply(h, failed(2, "no chunk here (fake)"))
@@ -233,9 +400,15 @@ def main():
     store = {"lock": threading.Lock(), "data": bytearray()}
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.mode == "sink":
+        # A small receive window: a sender blocks after a few KiB at once,
+        # however large the buffers could grow.
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     srv.bind(("127.0.0.1", args.port))
-    srv.listen(16)
+    srv.listen(0 if args.mode == "deaf" else 16)
     print("listening", flush=True)
+    if args.mode == "deaf":
+        threading.Event().wait()  # never accepts
     while True:
         sock, _ = srv.accept()
         threading.Thread(target=handle, args=(sock, args, store),

@@ -252,6 +252,37 @@ static void links(void)
 	EVENTUALLY("unlink of a link", nlink_is(t_path2("g"), 1));
 }
 
+static void opens(void *path)
+{
+	SYS(close(SYS(open(path, O_RDONLY))));
+}
+
+static void refused(void *path)
+{
+	ERR(open(path, O_RDONLY), EACCES);
+}
+
+/*
+ * Access taken away on one mount holds on the other once that one's
+ * attribute cache has run out (PFS: attr_ttl, 1 s by default), however
+ * long it trusts the name. One attempt only: an open that got through
+ * would itself bring back the new mode.
+ */
+static void revoked(void)
+{
+	char *f2 = (char *)t_path2("f");
+
+	t_need_root();
+	t_put("f", "public");
+	SYS(chmod("f", 0644));
+	t_run(&T_USER_A, opens, f2);
+	SYS(chown("f", T_USER_B.uid, T_USER_B.gid));
+	SYS(chmod("f", 0600));
+	sleep(2);
+	t_run(&T_USER_A, refused, f2);
+	t_run(&T_USER_B, opens, f2);
+}
+
 static const struct t_case cases[] = {
 	{ "a new file shows on the other mount", created },
 	{ "close-to-open data both ways", close_to_open },
@@ -261,6 +292,7 @@ static const struct t_case cases[] = {
 	{ "chmod, truncate, utimensat show on the other", attributes },
 	{ "xattr changes show on the other", xattrs },
 	{ "link, symlink, nlink on the other", links },
+	{ "chmod 0600 to another owner refuses an open on the other", revoked },
 	{ NULL, NULL },
 };
 
