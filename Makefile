@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb
 
 all: userspace kmod
 
@@ -41,6 +41,16 @@ bench: all
 bench-kernel: all
 	cmake --build $(BUILD) --target pfs-bench -j $(JOBS)
 	@tests/kernel/bench.sh $(BUILD)
+
+# Debian packages (debian/): built by dpkg-buildpackage, checked by lintian,
+# collected in $(BUILD)/deb/.
+VERSION := $(shell head -n 1 VERSION)
+deb:
+	@scripts/install-deps.sh --packaging
+	dpkg-buildpackage -us -uc -b -j$(JOBS)
+	mkdir -p $(BUILD)/deb
+	mv ../pfs-*_$(VERSION)_*.deb ../pfs_$(VERSION)_*.buildinfo ../pfs_$(VERSION)_*.changes $(BUILD)/deb/
+	lintian --fail-on error,warning $(BUILD)/deb/pfs_$(VERSION)_*.changes
 
 run: all
 	@utils/pfs-local start

@@ -82,6 +82,9 @@ static int pfs_chunk_send(struct inode *inode, struct pfs_chunk_req *r,
 {
 	int rc;
 
+	/* Freed on the server with an open our session lost (file.c). */
+	if (test_bit(PFS_INO_GONE, &PFS_I(inode)->flags))
+		return -ESTALE;
 	r->node = pfs_net_target_node(pfs_inode_net(inode), target_id);
 	if (IS_ERR_OR_NULL(r->node)) {
 		rc = r->node ? PTR_ERR(r->node) : -ENODEV;
@@ -692,28 +695,6 @@ out:
 #define PFS_WB_BACKOFF_MIN_MS	100
 #define PFS_WB_BACKOFF_MAX_MS	2000
 
-static bool pfs_wb_transient(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT:
-	case -EIO:		/* a lost connection, a refused one */
-	case -ENOMEM:
-	case -ENOBUFS:
-	case -EAGAIN:
-	case -ENODEV:		/* a target the map does not know (yet) */
-	case -ECONNREFUSED:
-	case -ECONNRESET:
-	case -ECONNABORTED:
-	case -ENOTCONN:
-	case -EPIPE:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /*
  * What a failed attempt to write inode's data back (err) comes to: 0 when
  * the folios stay dirty, to be written again, or the error to record.
@@ -727,7 +708,7 @@ static int pfs_wb_verdict(struct inode *inode, int err)
 		return -EIO;		/* umount -f, or the mount ends */
 	if (err == -EINTR || err == -ERESTARTSYS)
 		return 0;		/* killed: not the servers' failure */
-	if (!pfs_wb_transient(err))
+	if (!pfs_net_transient(err))
 		return err;
 	since = READ_ONCE(pi->wb_fail_since);
 	if (!since) {

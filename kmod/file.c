@@ -22,16 +22,6 @@
 
 #include "pfs.h"
 
-/* file->private_data of a regular file */
-struct pfs_file_info {
-	unsigned long flags;
-};
-
-enum {
-	/* written through this file since the last report: send an mtime */
-	PFS_FILE_WRITTEN,
-};
-
 static struct pfs_file_info *pfs_fi(const struct file *file)
 {
 	return file->private_data;
@@ -50,9 +40,14 @@ static int pfs_revalidate_size(struct inode *inode)
 
 /*
  * Sends SETATTR(size = max(size, i_size), mtime = now) when this client
- * wrote past what the server knows, or when data was written (written).
+ * wrote past what the server knows, or when data was written (written),
+ * as cred. A report that gets no answer (the server unreachable, a
+ * timeout, the writer killed while it waited) is sent again from the
+ * background until the server has it (resend.c): other clients would see
+ * the file shorter than it is until the next report, which may never come.
  */
-static int pfs_send_size(struct inode *inode, bool written)
+static int pfs_send_size(struct inode *inode, bool written,
+			 const struct cred *cred)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_setattr req = {};
@@ -68,6 +63,8 @@ static int pfs_send_size(struct inode *inode, bool written)
 	spin_unlock(&inode->i_lock);
 	if (size <= reported && !written)
 		return 0;
+	if (test_bit(PFS_INO_GONE, &pi->flags))
+		return -ESTALE;
 
 	req.id = pi->id;
 	/* "now" on the server's clock: whoever may write may set it. */
@@ -79,8 +76,10 @@ static int pfs_send_size(struct inode *inode, bool written)
 	rc = pfs_meta_attr_call(inode->i_sb, &pi->id, PFS_MSG_SETATTR, buf,
 				len, &attr, NULL);
 	kfree(buf);
-	if (rc)
+	if (rc) {
+		pfs_resend_size(inode->i_sb, &pi->id, size, cred, rc);
 		return rc;
+	}
 	spin_lock(&inode->i_lock);
 	if (size > pi->reported_size)
 		pi->reported_size = size;
@@ -92,14 +91,21 @@ int pfs_report_size(struct inode *inode)
 {
 	if (!S_ISREG(inode->i_mode))
 		return 0;
-	return pfs_send_size(inode, false);
+	return pfs_send_size(inode, false, current_cred());
+}
+
+void pfs_file_mark_written(struct file *file)
+{
+	set_bit(PFS_FILE_WRITTEN, &pfs_fi(file)->flags);
+	set_bit(PFS_INO_BLOCKS_STALE, &PFS_I(file_inode(file))->flags);
 }
 
 static int pfs_file_report(struct file *file)
 {
 	unsigned long *flags = &pfs_fi(file)->flags;
 	bool written = test_and_clear_bit(PFS_FILE_WRITTEN, flags);
-	int rc = pfs_send_size(file_inode(file), written);
+	/* As the opener: the resent report is not the flusher's. */
+	int rc = pfs_send_size(file_inode(file), written, file->f_cred);
 
 	if (rc && written)
 		set_bit(PFS_FILE_WRITTEN, flags);
@@ -133,20 +139,21 @@ static struct workqueue_struct *pfs_close_wq;
 
 /* What became of closes: unanswered ones are sent again (resend.c). */
 static void pfs_closes_done(struct super_block *sb,
-			    const struct pfs_entry_id *ids, unsigned int n,
-			    int rc)
+			    const struct pfs_entry_id *ids, const u64 *epochs,
+			    unsigned int n, int rc)
 {
 	if (!rc)
 		return;
 	if (pfs_resend_unanswered(rc))
-		pfs_resend_close(sb, ids, n, rc);
+		pfs_resend_close(sb, ids, epochs, n, rc);
 	else
 		pr_warn_ratelimited("CLOSE of %u inodes (inode %llu first) failed: %d\n",
 				    n, ids[0].ino, rc);
 }
 
-/* Sends the closes of m, all owned by one metadata server. */
-static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m)
+/* Sends the closes of m (opened under epochs), all of one server's. */
+static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m,
+			    const u64 *epochs)
 {
 	unsigned int i, n = m->count;
 	int rc = -EOPNOTSUPP;
@@ -160,11 +167,11 @@ static void pfs_send_closes(struct super_block *sb, struct pfs_close_many *m)
 	 */
 	if (rc == -EOPNOTSUPP || rc == -ENOMEM) {
 		for (i = 0; i < n; i++)
-			pfs_closes_done(sb, &m->ids[i], 1,
+			pfs_closes_done(sb, &m->ids[i], &epochs[i], 1,
 					pfs_send_close(sb, &m->ids[i]));
 		return;
 	}
-	pfs_closes_done(sb, m->ids, n, rc);
+	pfs_closes_done(sb, m->ids, epochs, n, rc);
 }
 
 static void pfs_close_worker(struct work_struct *work)
@@ -172,13 +179,25 @@ static void pfs_close_worker(struct work_struct *work)
 	struct pfs_close_batch *b = container_of(to_delayed_work(work),
 						 struct pfs_close_batch, work);
 	struct pfs_close_many *m = &b->sending;
-	unsigned int i, left;
+	u64 *epochs = b->sending_epochs;
+	unsigned int i, n, left = 0;
 
 	spin_lock(&b->lock);
-	left = b->waiting;
-	memcpy(m->ids, b->ids, left * sizeof(m->ids[0]));
+	n = b->waiting;
+	memcpy(m->ids, b->ids, n * sizeof(m->ids[0]));
+	memcpy(epochs, b->epochs, n * sizeof(epochs[0]));
 	b->waiting = 0;
 	spin_unlock(&b->lock);
+	/*
+	 * An open our session lost is closed on the server already; the
+	 * session we have there now may hold another open of the file.
+	 */
+	for (i = 0; i < n; i++) {
+		if (pfs_session_lost(b->sb, m->ids[i].owner_node, epochs[i]))
+			continue;
+		m->ids[left] = m->ids[i];
+		epochs[left++] = epochs[i];
+	}
 	while (left) {
 		/* Those of the first one's server to the front, sent. */
 		m->count = 0;
@@ -186,11 +205,13 @@ static void pfs_close_worker(struct work_struct *work)
 			if (m->ids[i].owner_node != m->ids[0].owner_node)
 				continue;
 			swap(m->ids[i], m->ids[m->count]);
+			swap(epochs[i], epochs[m->count]);
 			m->count++;
 		}
-		pfs_send_closes(b->sb, m);
+		pfs_send_closes(b->sb, m, epochs);
 		left -= m->count;
 		memmove(m->ids, m->ids + m->count, left * sizeof(m->ids[0]));
+		memmove(epochs, epochs + m->count, left * sizeof(epochs[0]));
 	}
 }
 
@@ -202,19 +223,22 @@ void pfs_close_batch_init(struct pfs_close_batch *b, struct super_block *sb)
 	b->waiting = 0;
 }
 
-void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id)
+void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id,
+		     u64 epoch)
 {
 	struct pfs_close_batch *b = &PFS_SB(sb)->closes;
 	unsigned int waiting;
 
 	spin_lock(&b->lock);
 	waiting = b->waiting;
-	if (waiting < PFS_CLOSE_MANY_MAX)
+	if (waiting < PFS_CLOSE_MANY_MAX) {
+		b->epochs[b->waiting] = epoch;
 		b->ids[b->waiting++] = *id;
+	}
 	spin_unlock(&b->lock);
 	if (waiting == PFS_CLOSE_MANY_MAX) {
 		/* The worker is behind (a slow server): no closer waits. */
-		pfs_resend_close_later(sb, id);
+		pfs_resend_close_later(sb, id, epoch);
 	} else if (waiting + 1 >= PFS_CLOSE_SOON) {
 		mod_delayed_work(pfs_close_wq, &b->work, 0);
 	} else if (!waiting) {
@@ -256,6 +280,7 @@ static int pfs_file_setup(struct inode *inode, struct file *file)
 	fi = kzalloc(sizeof(*fi), GFP_KERNEL);
 	if (!fi)
 		return -ENOMEM;
+	mutex_init(&fi->reopen_lock);
 	file->private_data = fi;
 #ifdef FMODE_CAN_ODIRECT
 	file->f_mode |= FMODE_CAN_ODIRECT;
@@ -271,6 +296,74 @@ int pfs_file_open_counted(struct inode *inode, struct file *file)
 }
 
 /*
+ * Our open lives in our session on the inode's metadata server. That
+ * session was lost (it expired, or the server restarted): the file is
+ * opened again, by its id. A file that is gone meanwhile was unlinked and
+ * freed with our open: its chunks are deleted (reads would see zeros, or
+ * another file's data once its id is reused), so every later use of it
+ * fails with ESTALE, and writeback drops what it still has.
+ */
+static int pfs_file_reopen(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_file_info *fi = pfs_fi(file);
+	struct pfs_open req = { .id = pi->id,
+				.flags = file->f_flags & O_ACCMODE };
+	struct pfs_layout *layout;
+	struct pfs_attr attr;
+	u64 epoch = 0;
+	int rc;
+
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!layout)
+		return -ENOMEM;
+	if (mutex_lock_killable(&fi->reopen_lock)) {
+		kfree(layout);
+		return -EINTR;
+	}
+	rc = -ESTALE;
+	if (test_bit(PFS_FILE_GONE, &fi->flags))
+		goto out;
+	rc = 0;
+	if (!pfs_session_lost(inode->i_sb, pi->id.owner_node,
+			      READ_ONCE(fi->open_epoch)))
+		goto out;	/* another task of ours did it */
+	rc = pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN, pfs_x_open,
+			       &req, &attr, layout, &epoch);
+	if (!rc) {
+		WRITE_ONCE(fi->open_epoch, epoch);
+		pr_info_ratelimited("inode %llu opened again: metadata node %u had lost our session\n",
+				    pi->id.ino, pi->id.owner_node);
+	} else if (rc == -ENOENT || rc == -ESTALE) {
+		set_bit(PFS_FILE_GONE, &fi->flags);
+		set_bit(PFS_INO_GONE, &pi->flags);
+		pr_warn_ratelimited("inode %llu is gone with our session on metadata node %u: its open files fail with ESTALE\n",
+				    pi->id.ino, pi->id.owner_node);
+		rc = -ESTALE;
+	}
+out:
+	mutex_unlock(&fi->reopen_lock);
+	kfree(layout);
+	return rc;
+}
+
+int pfs_file_check(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+	struct pfs_file_info *fi = pfs_fi(file);
+	u32 node = PFS_I(inode)->id.owner_node;
+
+	if (test_bit(PFS_FILE_GONE, &fi->flags))
+		return -ESTALE;
+	/* A server unreachable now: go on with what we know. */
+	pfs_session_verify(inode->i_sb, node);
+	if (!pfs_session_lost(inode->i_sb, node, READ_ONCE(fi->open_epoch)))
+		return 0;
+	return pfs_file_reopen(file);
+}
+
+/*
  * Every open is an OPEN on the metadata server (or an OPEN_NAME or a
  * CREATE that opens, see pfs_atomic_open): it counts the file as open (an
  * unlinked file lives on until the last close) and returns the layout.
@@ -282,6 +375,7 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;
+	u64 epoch = 0;
 	u32 len = 0;
 	int rc;
 
@@ -297,8 +391,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		buf = NULL;
 		goto out;
 	}
-	rc = pfs_meta_attr_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
-				&attr, layout);
+	rc = pfs_meta_open_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
+				&attr, layout, &epoch);
 	if (rc)
 		goto out;
 	if (pfs_stripe_check(layout->chunk_size, layout->count)) {
@@ -311,9 +405,11 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		     pfs_inode_set_layout(inode, layout);
 		if (!rc)
 			rc = pfs_file_setup(inode, file);
+		if (!rc)
+			pfs_fi(file)->open_epoch = epoch;
 	}
 	if (rc)
-		pfs_close_later(inode->i_sb, &pi->id);
+		pfs_close_later(inode->i_sb, &pi->id, epoch);
 out:
 	kfree(buf);
 	kfree(layout);
@@ -327,6 +423,10 @@ static int pfs_file_flush(struct file *file, fl_owner_t id)
 
 	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
+	/* A file gone with our session: writeback drops what is left. */
+	rc = pfs_file_check(file);
+	if (rc == -ESTALE)
+		return rc;
 	rc = filemap_write_and_wait(file->f_mapping);
 	err = file_check_and_advance_wb_err(file);
 	if (!rc)
@@ -337,11 +437,13 @@ static int pfs_file_flush(struct file *file, fl_owner_t id)
 
 static int pfs_file_release(struct inode *inode, struct file *file)
 {
+	struct pfs_file_info *fi = pfs_fi(file);
 	u64 ino = PFS_I(inode)->id.ino;
 	int rc;
 
 	/* Normally flush did all of this; mmap writes can come later. */
-	if (file->f_mode & FMODE_WRITE) {
+	if ((file->f_mode & FMODE_WRITE) &&
+	    !test_bit(PFS_FILE_GONE, &fi->flags)) {
 		rc = filemap_write_and_wait(inode->i_mapping);
 		if (rc)
 			pr_warn_ratelimited("write-back of inode %llu at close failed: %d\n",
@@ -351,8 +453,9 @@ static int pfs_file_release(struct inode *inode, struct file *file)
 			pr_warn_ratelimited("size report of inode %llu at close failed: %d\n",
 					    ino, rc);
 	}
-	pfs_close_later(inode->i_sb, &PFS_I(inode)->id);
-	kfree(file->private_data);
+	/* Not for an open our session lost: the worker drops it. */
+	pfs_close_later(inode->i_sb, &PFS_I(inode)->id, fi->open_epoch);
+	kfree(fi);
 	return 0;
 }
 
@@ -428,7 +531,7 @@ static ssize_t pfs_direct_write(struct kiocb *iocb, struct iov_iter *from)
 	/* Pages still mapped stay cached; they are retried after the write. */
 	invalidate_inode_pages2_range(mapping, pos >> PAGE_SHIFT,
 				      end >> PAGE_SHIFT);
-	set_bit(PFS_FILE_WRITTEN, &pfs_fi(file)->flags);
+	pfs_file_mark_written(file);
 	rc = pfs_stripe_write(inode, pos, from);
 	if (rc > 0) {
 		iocb->ki_pos = pos + rc;
@@ -450,6 +553,9 @@ static ssize_t pfs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!iov_iter_count(to))
 		return 0;
+	rc = pfs_file_check(iocb->ki_filp);
+	if (rc)
+		return rc;
 	if (pfs_uncached(iocb))
 		return pfs_direct_read(iocb, to);
 	/* Another client's growth becomes visible within attr_ttl. */
@@ -466,6 +572,9 @@ static ssize_t pfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct file *file = iocb->ki_filp;
 	int rc;
 
+	rc = pfs_file_check(file);
+	if (rc)
+		return rc;
 	if (pfs_uncached(iocb))
 		return pfs_direct_write(iocb, from);
 	/*
@@ -478,7 +587,7 @@ static ssize_t pfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		rc = pfs_revalidate_mapping(file_inode(file));
 	if (rc)
 		return rc;
-	set_bit(PFS_FILE_WRITTEN, &pfs_fi(file)->flags);
+	pfs_file_mark_written(file);
 	return generic_file_write_iter(iocb, from);
 }
 
@@ -488,6 +597,9 @@ static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,
 	struct inode *inode = file_inode(file);
 	int rc;
 
+	rc = pfs_file_check(file);
+	if (rc)
+		return rc;
 	rc = file_write_and_wait_range(file, start, end);
 	if (rc)
 		return rc;
@@ -499,7 +611,9 @@ static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,
 
 static loff_t pfs_file_llseek(struct file *file, loff_t offset, int whence)
 {
-	if (whence == SEEK_END || whence == SEEK_DATA || whence == SEEK_HOLE) {
+	if (whence == SEEK_DATA || whence == SEEK_HOLE)
+		return pfs_seek_data_hole(file, offset, whence);
+	if (whence == SEEK_END) {
 		int rc = pfs_revalidate_size(file_inode(file));
 
 		if (rc)
@@ -511,7 +625,7 @@ static loff_t pfs_file_llseek(struct file *file, loff_t offset, int whence)
 /* Shared mmap writes count as writes of the file that mapped it. */
 static vm_fault_t pfs_page_mkwrite(struct vm_fault *vmf)
 {
-	set_bit(PFS_FILE_WRITTEN, &pfs_fi(vmf->vma->vm_file)->flags);
+	pfs_file_mark_written(vmf->vma->vm_file);
 	return filemap_page_mkwrite(vmf);
 }
 
@@ -523,7 +637,8 @@ static const struct vm_operations_struct pfs_file_vm_ops = {
 
 static int pfs_file_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	int rc = pfs_revalidate_inode(file_inode(file), false);
+	int rc = pfs_file_check(file) ?:
+		 pfs_revalidate_inode(file_inode(file), false);
 
 	if (!rc)
 		rc = pfs_revalidate_mapping(file_inode(file));
@@ -552,4 +667,6 @@ const struct file_operations pfs_file_fops = {
 	.splice_read = copy_splice_read,
 #endif
 	.splice_write = iter_file_splice_write,
+	.fallocate = pfs_fallocate,
+	.copy_file_range = pfs_copy_file_range,
 };

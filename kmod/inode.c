@@ -97,8 +97,17 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 	if (local && size < old_size)
 		size = old_size;
 	i_size_write(inode, size);
-	inode->i_blocks = (size + 511) >> 9;
+	/*
+	 * Regular files: an estimate until the targets are asked, at the
+	 * next stat after a change (pfs_refresh_blocks).
+	 */
+	if (!S_ISREG(inode->i_mode) || !known)
+		inode->i_blocks = (size + 511) >> 9;
+	pi->btime = pfs_ts(&attr->btime);
 	spin_unlock(&inode->i_lock);
+	if (S_ISREG(inode->i_mode) && (!known || size != old_size ||
+				       !timespec64_equal(&mtime, &old_mtime)))
+		set_bit(PFS_INO_BLOCKS_STALE, &pi->flags);
 
 	if (S_ISREG(inode->i_mode) && !local && known &&
 	    (size != old_size || !timespec64_equal(&mtime, &old_mtime)))
@@ -192,6 +201,8 @@ void pfs_notices_lost(void *ctx)
 	struct pfs_sb_info *sbi = ctx;
 
 	atomic_inc(&sbi->names_epoch);
+	/* A server that restarted or ended our session says so first. */
+	pfs_sessions_suspect(sbi);
 }
 
 static int pfs_inode_set(struct inode *inode, void *data)
@@ -203,7 +214,7 @@ static int pfs_inode_set(struct inode *inode, void *data)
 	return 0;
 }
 
-static void pfs_init_ops(struct inode *inode)
+static void pfs_init_ops(struct inode *inode, u32 rdev)
 {
 	switch (inode->i_mode & S_IFMT) {
 	case S_IFREG:
@@ -220,8 +231,9 @@ static void pfs_init_ops(struct inode *inode)
 		inode_nohighmem(inode);
 		break;
 	default:
+		/* FIFOs, sockets, devices: their I/O stays on this host */
 		inode->i_op = &pfs_file_iops;
-		init_special_inode(inode, inode->i_mode, 0);
+		init_special_inode(inode, inode->i_mode, new_decode_dev(rdev));
 		break;
 	}
 }
@@ -237,7 +249,7 @@ struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr)
 		return ERR_PTR(-ENOMEM);
 	if (inode->i_state & I_NEW) {
 		inode->i_mode = attr->mode;
-		pfs_init_ops(inode);
+		pfs_init_ops(inode, attr->rdev);
 		if (pfs_inode_update(inode, attr)) {
 			iget_failed(inode);
 			return ERR_PTR(-EIO);
@@ -323,6 +335,13 @@ int pfs_revalidate_inode(struct inode *inode, bool force)
 	if (!force && pfs_attr_fresh(inode))
 		return 0;
 	rc = pfs_getattr_call(inode, &attr);
+	/*
+	 * Gone from the server after we removed its last name ourselves (an
+	 * unlinked or replaced directory, symlink or special file someone
+	 * still holds open): what we have is all there is, at nlink 0.
+	 */
+	if ((rc == -ENOENT || rc == -ESTALE) && !inode->i_nlink)
+		return 0;
 	if (rc == -ENOENT)
 		rc = -ESTALE;
 	if (rc)
@@ -361,12 +380,20 @@ int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,
 		rc = pfs_revalidate_inode(inode, flags & AT_STATX_FORCE_SYNC);
 		if (rc)
 			return rc;
+		/* A target that cannot answer leaves the last value. */
+		if (S_ISREG(inode->i_mode) && (request_mask & STATX_BLOCKS))
+			pfs_refresh_blocks(inode);
 	}
 #ifdef PFS_HAVE_GENERIC_FILLATTR_REQUEST_MASK
 	generic_fillattr(idmap, request_mask, inode, stat);
 #else
 	generic_fillattr(idmap, inode, stat);
 #endif
+	spin_lock(&inode->i_lock);
+	stat->btime = PFS_I(inode)->btime;
+	spin_unlock(&inode->i_lock);
+	if (stat->btime.tv_sec || stat->btime.tv_nsec)
+		stat->result_mask |= STATX_BTIME;
 	return 0;
 }
 
@@ -429,6 +456,10 @@ int pfs_apply_setattr(struct inode *inode, struct iattr *ia)
 	if (m.valid & PFS_SET_SIZE) {
 		/* Data written so far must land before the cut. */
 		rc = filemap_write_and_wait(inode->i_mapping);
+		/* So must size reports of ours still to be sent. */
+		if (!rc)
+			rc = pfs_resend_flush_size(inode->i_sb,
+						   &PFS_I(inode)->id);
 		if (rc)
 			return rc;
 	}

@@ -44,13 +44,19 @@ static int pfs_attr_check(u16 type, const struct pfs_attr *attr)
 int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		  struct pfs_rpc *rpc)
 {
+	struct pfs_meta_session *s;
 	struct pfs_node *node;
+	u64 sent;
 	int rc;
 
 	node = pfs_net_meta_node(PFS_SB(sb)->net, owner->owner_node);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
+	/* Every reply tells our session's epoch on that server. */
+	s = pfs_session_get(sb, owner->owner_node);
+	sent = pfs_session_epoch(s);
 	rc = pfs_rpc_call(node, rpc);
+	pfs_session_seen(s, sent, rpc->session_epoch);
 	pfs_node_put(node);
 	return rc;
 }
@@ -58,6 +64,15 @@ int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
 int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout)
+{
+	return pfs_meta_open_call(sb, owner, type, req, req_len, attr, layout,
+				  NULL);
+}
+
+int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		       u16 type, const void *req, u32 req_len,
+		       struct pfs_attr *attr, struct pfs_layout *layout,
+		       u64 *epoch)
 {
 	struct pfs_rpc rpc = {
 		.type = type,
@@ -69,6 +84,8 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	int rc;
 
 	rc = pfs_meta_call(sb, owner, &rpc);
+	if (epoch)
+		*epoch = rpc.session_epoch;
 	if (rc)
 		goto out;
 	pfs_xdr_init_decode(&x, rpc.reply, rpc.reply_len);

@@ -191,9 +191,40 @@ static int pfs_apply_acls(struct inode *inode, struct posix_acl *default_acl,
 	return rc;
 }
 
-/* CREATE or MKDIR of dentry in dir, instantiating it on success. */
+/*
+ * The inode of an entry the server just made (attr; layout of a regular
+ * file, or NULL) with the ACLs posix_acl_create chose for it.
+ */
+static struct inode *pfs_new_inode(struct inode *dir,
+				   const struct pfs_attr *attr,
+				   struct pfs_layout *layout,
+				   struct posix_acl *default_acl,
+				   struct posix_acl *acl)
+{
+	struct inode *inode = pfs_iget(dir->i_sb, attr);
+	int rc;
+
+	if (IS_ERR(inode))
+		return inode;
+	rc = layout ? pfs_inode_set_layout(inode, layout) : 0;
+	if (!rc)
+		rc = pfs_apply_acls(inode, default_acl, acl);
+	if (rc) {
+		iput(inode);
+		return ERR_PTR(rc);
+	}
+	return inode;
+}
+
+/*
+ * CREATE or MKDIR of dentry in dir, instantiating it on success; a CREATE
+ * that opens (PFS_CREATE_OPEN) stores the open's session epoch in *epoch;
+ * with PFS_CREATE_TMPFILE, an O_TMPFILE's unnamed file for dentry
+ * (d_tmpfile).
+ */
 static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
-			  umode_t mode, u32 flags)
+			  umode_t mode, u32 flags, u64 *epoch,
+			  struct file *tmpfile)
 {
 	struct posix_acl *default_acl = NULL, *acl = NULL;
 	unsigned int gen = pfs_names_gen(dir);
@@ -215,32 +246,32 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	m->dir = PFS_I(dir)->id;
 	m->mode = mode & 07777;
 	m->flags = flags;
-	rc = pfs_set_name(m->name, &dentry->d_name);
-	if (rc)
-		goto out;
-	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
-			       &attr, layout);
+	if (!(flags & PFS_CREATE_TMPFILE)) {
+		rc = pfs_set_name(m->name, &dentry->d_name);
+		if (rc)
+			goto out;
+	}
+	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
+			       &attr, layout, epoch);
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
-	inode = pfs_iget(dir->i_sb, &attr);
+	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out_opened;
-	if (layout)
-		rc = pfs_inode_set_layout(inode, layout);
-	if (!rc)
-		rc = pfs_apply_acls(inode, default_acl, acl);
-	if (rc) {
-		iput(inode);
-		goto out_opened;
+	if (flags & PFS_CREATE_TMPFILE) {
+		/* nlink 0 on the server; d_tmpfile() drops the one it wants */
+		set_nlink(inode, 1);
+		d_tmpfile(tmpfile, inode);
+		goto out;
 	}
 	d_instantiate(dentry, inode);
 	pfs_dentry_stamp(dentry, gen);
 	goto out;
 out_opened:
 	if (flags & PFS_CREATE_OPEN)
-		pfs_close_later(dir->i_sb, &attr.id);
+		pfs_close_later(dir->i_sb, &attr.id, *epoch);
 out:
 	posix_acl_release(default_acl);
 	posix_acl_release(acl);
@@ -252,14 +283,19 @@ out:
 static int pfs_create(pfs_idmap_t *idmap, struct inode *dir,
 		      struct dentry *dentry, umode_t mode, bool excl)
 {
+	u64 epoch;
+
 	return pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
-			      excl ? PFS_CREATE_EXCL : 0);
+			      excl ? PFS_CREATE_EXCL : 0, &epoch, NULL);
 }
 
-/* OPEN_NAME of dentry's name in dir: *attr; *layout for regular files. */
+/*
+ * OPEN_NAME of dentry's name in dir: *attr; *layout for regular files, and
+ * the session epoch of the open in *epoch.
+ */
 static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 			 unsigned int flags, struct pfs_attr *attr,
-			 struct pfs_layout *layout)
+			 struct pfs_layout *layout, u64 *epoch)
 {
 	struct pfs_open_name *m;
 	int rc;
@@ -271,8 +307,8 @@ static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 	m->flags = flags;
 	rc = pfs_set_name(m->name, &dentry->d_name);
 	if (!rc)
-		rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
-				       pfs_x_open_name, m, attr, layout);
+		rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
+				       pfs_x_open_name, m, attr, layout, epoch);
 	kfree(m);
 	return rc;
 }
@@ -282,12 +318,15 @@ static int pfs_open_name(struct inode *dir, struct dentry *dentry,
  * when the VFS fails the open before it is ours to release.
  */
 static int pfs_finish_counted(struct file *file, struct dentry *dentry,
-			      const struct pfs_entry_id *id)
+			      const struct pfs_entry_id *id, u64 epoch)
 {
 	int rc = finish_open(file, dentry, pfs_file_open_counted);
 
 	if (rc && !(file->f_mode & FMODE_OPENED))
-		pfs_close_later(dentry->d_sb, id);
+		pfs_close_later(dentry->d_sb, id, epoch);
+	else if (!rc)
+		((struct pfs_file_info *)file->private_data)->open_epoch =
+			epoch;
 	return rc;
 }
 
@@ -296,6 +335,7 @@ static int pfs_create_open(struct inode *dir, struct dentry *dentry,
 			   struct file *file, umode_t mode)
 {
 	struct dentry *res;
+	u64 epoch = 0;
 	int rc;
 
 	/* A dentry still in lookup is hashed (negative) before it gets an inode. */
@@ -312,11 +352,12 @@ static int pfs_create_open(struct inode *dir, struct dentry *dentry,
 	if (d_really_is_positive(dentry))
 		return -EEXIST;
 	rc = pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
-			    PFS_CREATE_EXCL | PFS_CREATE_OPEN);
+			    PFS_CREATE_EXCL | PFS_CREATE_OPEN, &epoch, NULL);
 	if (rc)
 		return rc;
 	file->f_mode |= FMODE_CREATED;
-	return pfs_finish_counted(file, dentry, &PFS_I(d_inode(dentry))->id);
+	return pfs_finish_counted(file, dentry, &PFS_I(d_inode(dentry))->id,
+				  epoch);
 }
 
 /*
@@ -336,6 +377,7 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 	struct pfs_attr attr;
 	struct inode *inode;
 	bool opened = false;
+	u64 epoch = 0;
 	int rc;
 
 	if (dentry->d_name.len >= PFS_NAME_MAX)
@@ -368,7 +410,7 @@ open_name:
 	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
 	if (!layout)
 		return -ENOMEM;
-	rc = pfs_open_name(dir, dentry, file->f_flags, &attr, layout);
+	rc = pfs_open_name(dir, dentry, file->f_flags, &attr, layout, &epoch);
 	if (rc == -ENOENT) {
 		pfs_dentry_stamp(dentry, gen);
 		rc = finish_no_open(file, d_splice_alias(NULL, dentry));
@@ -404,12 +446,12 @@ open_name:
 		rc = finish_no_open(file, res);
 		goto out;
 	}
-	rc = pfs_finish_counted(file, res ?: dentry, &attr.id);
+	rc = pfs_finish_counted(file, res ?: dentry, &attr.id, epoch);
 	dput(res);
 	goto out;
 out_close:
 	if (opened)
-		pfs_close_later(dir->i_sb, &attr.id);
+		pfs_close_later(dir->i_sb, &attr.id, epoch);
 out:
 	kfree(layout);
 	return rc;
@@ -418,7 +460,30 @@ out:
 static int pfs_mkdir(pfs_idmap_t *idmap, struct inode *dir,
 		     struct dentry *dentry, umode_t mode)
 {
-	return pfs_make_entry(dir, dentry, PFS_MSG_MKDIR, mode | S_IFDIR, 0);
+	u64 epoch;
+
+	return pfs_make_entry(dir, dentry, PFS_MSG_MKDIR, mode | S_IFDIR, 0,
+			      &epoch, NULL);
+}
+
+/*
+ * O_TMPFILE: an unnamed file, opened by the same CREATE; linkat() can name
+ * it later (the VFS allows that unless O_EXCL), else its last close frees it.
+ */
+static int pfs_tmpfile(pfs_idmap_t *idmap, struct inode *dir,
+		       struct file *file, umode_t mode)
+{
+	struct dentry *dentry = file->f_path.dentry;
+	u64 epoch = 0;
+	int rc;
+
+	rc = pfs_make_entry(dir, dentry, PFS_MSG_CREATE, mode,
+			    PFS_CREATE_TMPFILE | PFS_CREATE_OPEN |
+			    PFS_CREATE_READ | PFS_CREATE_WRITE, &epoch, file);
+	if (rc)
+		return rc;
+	return pfs_finish_counted(file, dentry, &PFS_I(d_inode(dentry))->id,
+				  epoch);
 }
 
 static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
@@ -452,6 +517,50 @@ static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
 	d_instantiate(dentry, inode);
 	pfs_dentry_stamp(dentry, gen);
 out:
+	kfree(m);
+	return rc;
+}
+
+/* FIFOs, sockets and devices: the server keeps the inode, I/O is local. */
+static int pfs_mknod(pfs_idmap_t *idmap, struct inode *dir,
+		     struct dentry *dentry, umode_t mode, dev_t rdev)
+{
+	struct posix_acl *default_acl = NULL, *acl = NULL;
+	unsigned int gen = pfs_names_gen(dir);
+	struct pfs_mknod *m;
+	struct pfs_attr attr;
+	struct inode *inode;
+	int rc;
+
+	if (!pfs_mknod_mode_valid(mode))
+		return -EINVAL;
+	rc = posix_acl_create(dir, &mode, &default_acl, &acl);
+	if (rc)
+		return rc;
+	rc = -ENOMEM;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		goto out;
+	m->dir = PFS_I(dir)->id;
+	m->mode = mode;
+	m->rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? new_encode_dev(rdev) : 0;
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (rc)
+		goto out;
+	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_MKNOD, pfs_x_mknod,
+			       m, &attr, NULL);
+	pfs_dir_changed(dir, rc);
+	if (rc)
+		goto out;
+	inode = pfs_new_inode(dir, &attr, NULL, default_acl, acl);
+	rc = PTR_ERR_OR_ZERO(inode);
+	if (rc)
+		goto out;
+	d_instantiate(dentry, inode);
+	pfs_dentry_stamp(dentry, gen);
+out:
+	posix_acl_release(default_acl);
+	posix_acl_release(acl);
 	kfree(m);
 	return rc;
 }
@@ -582,6 +691,8 @@ const struct inode_operations pfs_dir_iops = {
 	.create		= pfs_create,
 	.mkdir		= pfs_mkdir,
 	.symlink	= pfs_symlink,
+	.mknod		= pfs_mknod,
+	.tmpfile	= pfs_tmpfile,
 	.link		= pfs_link,
 	.unlink		= pfs_unlink,
 	.rmdir		= pfs_rmdir,

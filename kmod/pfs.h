@@ -12,12 +12,12 @@
 #include <linux/siphash.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include "pfs_config.h"
 #include "pfs_proto.h"
 #include "net/net.h"
 
-#define PFS_MODULE_VERSION "0.1.0"
 #define PFS_SUPER_MAGIC 0x50465331	/* "PFS1" */
 
 /*
@@ -61,10 +61,12 @@ struct pfs_close_batch {
 	struct super_block *sb;
 	unsigned int waiting;
 	struct pfs_entry_id ids[PFS_CLOSE_MANY_MAX];
+	u64 epochs[PFS_CLOSE_MANY_MAX];	/* each open's session epoch */
 	struct pfs_close_many sending;	/* the worker's own */
+	u64 sending_epochs[PFS_CLOSE_MANY_MAX];
 };
 
-/* CLOSEs and unlocks sent again until answered (resend.c) */
+/* CLOSEs, unlocks and size reports sent again until answered (resend.c) */
 struct pfs_resender {
 	spinlock_t lock;
 	struct list_head items;
@@ -73,6 +75,18 @@ struct pfs_resender {
 	struct mutex send_lock;		/* a pass at a time, in order */
 	struct delayed_work work;
 	unsigned int backoff_ms;	/* the work's own */
+	struct super_block *sb;
+};
+
+/* Our sessions on the metadata servers (session.c) */
+struct pfs_sessions {
+	struct xarray servers;		/* node id -> pfs_meta_session */
+	struct delayed_work work;	/* renews them all */
+	unsigned long renew;		/* jiffies between renewals */
+	/* the shortest session timeout a server told (jiffies), 0: none */
+	unsigned long timeout;
+	/* connections lost: a session is suspect until renewed since */
+	atomic_t disconnects;
 	struct super_block *sb;
 };
 
@@ -91,9 +105,8 @@ struct pfs_sb_info {
 	 * dentry stamped before goes back to the server.
 	 */
 	atomic_t names_epoch;
-	/* keeps our session (locks, opens) alive on the metadata server */
-	struct delayed_work session_work;
-	unsigned long session_renew;	/* jiffies between renewals */
+	/* keeps our sessions (locks, opens) alive on the metadata servers */
+	struct pfs_sessions sessions;
 	struct pfs_close_batch closes;
 	/* lock owners go on the wire hashed under it (lock.c) */
 	siphash_key_t lock_key;
@@ -129,6 +142,7 @@ struct pfs_inode_info {
 	 */
 	unsigned long wb_fail_since;
 	unsigned long flags;		/* PFS_INO_* bits */
+	struct timespec64 btime;	/* creation, from the server */
 	/*
 	 * directories: bumped when the server says names in it changed, or
 	 * when a change of ours failed (it may have happened all the same)
@@ -141,6 +155,35 @@ enum {
 	PFS_INO_INVALID_DATA,
 	/* attributes were filled once (attr_time 0 only means expired) */
 	PFS_INO_ATTR_KNOWN,
+	/*
+	 * freed on the server with an open our session lost: its data is
+	 * neither read nor written any more (ESTALE)
+	 */
+	PFS_INO_GONE,
+	/* regular files: i_blocks is to be asked of the targets (space.c) */
+	PFS_INO_BLOCKS_STALE,
+};
+
+/* file->private_data of a regular file (file.c, lock.c) */
+struct pfs_file_info {
+	unsigned long flags;		/* PFS_FILE_* bits */
+	struct mutex reopen_lock;
+	/*
+	 * The session epochs (on the inode's metadata server) our OPEN and
+	 * the last flock and POSIX lock taken through this file were
+	 * granted under; 0: none, or not known. Another epoch there now
+	 * means they are gone (pfs_session_lost).
+	 */
+	u64 open_epoch;
+	u64 flock_epoch;
+	u64 posix_epoch;
+};
+
+enum {
+	/* written through this file since the last report: send an mtime */
+	PFS_FILE_WRITTEN,
+	/* the open was lost with our session, and the file is gone */
+	PFS_FILE_GONE,
 };
 
 static inline struct pfs_inode_info *PFS_I(const struct inode *inode)
@@ -208,6 +251,39 @@ int pfs_verfs_synced(struct pfs_verfs *v, u32 index, u64 verifier);
 /* super.c */
 extern struct file_system_type pfs_fs_type;
 
+/*
+ * session.c: our sessions on the metadata servers, and their epochs (the
+ * epoch a reply carried tags what it granted: an open, a lock).
+ */
+struct pfs_meta_session;
+void pfs_sessions_init(struct pfs_sessions *ss, struct super_block *sb);
+void pfs_sessions_worker(struct work_struct *work);
+/* Renews on every metadata server now, then every third of the timeout. */
+void pfs_sessions_start(struct super_block *sb);
+/* umount: no more renewals, SESSION_END to every metadata server. */
+void pfs_sessions_end(struct super_block *sb);
+/* After the net stopped. */
+void pfs_sessions_free(struct pfs_sessions *ss);
+/* The transport lost a connection: every session is suspect. */
+void pfs_sessions_suspect(struct pfs_sb_info *sbi);
+/* Our session on node (created on first use); NULL without memory. */
+struct pfs_meta_session *pfs_session_get(struct super_block *sb, u32 node);
+/* Its epoch as last seen (0: none yet, or s NULL). */
+u64 pfs_session_epoch(struct pfs_meta_session *s);
+/*
+ * A reply to a request sent while the epoch was sent carried epoch (0:
+ * none): a new epoch is taken, and the session before is lost.
+ */
+void pfs_session_seen(struct pfs_meta_session *s, u64 sent, u64 epoch);
+/* Whether what was granted under epoch held on node is gone. */
+bool pfs_session_lost(struct super_block *sb, u32 node, u64 held);
+/*
+ * When a connection was lost since node last answered a renewal, or that
+ * renewal started a session timeout ago: renews there now, so that its
+ * epoch is current. 0, or why it could not.
+ */
+int pfs_session_verify(struct super_block *sb, u32 node);
+
 /* meta.c: requests to the metadata server that owns an entry */
 int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		  struct pfs_rpc *rpc);
@@ -235,19 +311,31 @@ int pfs_meta_call(struct super_block *sb, const struct pfs_entry_id *owner,
 int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout);
-/* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
-#define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
+/*
+ * The same for requests that open (OPEN, OPEN_NAME, CREATE): *epoch gets
+ * the session epoch the open was granted under (see session.c).
+ */
+int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
+		       u16 type, const void *req, u32 req_len,
+		       struct pfs_attr *attr, struct pfs_layout *layout,
+		       u64 *epoch);
+/* pfs_meta_open_call of msg, encoded with its XDR function xfn. */
+#define pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, epoch) \
 ({									\
 	u32 __len = 0;							\
 	void *__req = pfs_encode(xfn, (msg), &__len);			\
 	int __rc = PTR_ERR_OR_ZERO(__req);				\
 	if (!__rc) {							\
-		__rc = pfs_meta_attr_call((sb), (owner), (type), __req,	\
-					  __len, (attr), (layout));	\
+		__rc = pfs_meta_open_call((sb), (owner), (type), __req,	\
+					  __len, (attr), (layout),	\
+					  (epoch));			\
 		kfree(__req);						\
 	}								\
 	__rc;								\
 })
+/* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
+#define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
+	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL)
 
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;
@@ -302,32 +390,54 @@ extern const struct file_operations pfs_dir_fops;
 extern const struct file_operations pfs_file_fops;
 /* Tells the metadata server how far the file has been written. */
 int pfs_report_size(struct inode *inode);
+/* Data was written through file: size and mtime go out at flush/fsync. */
+void pfs_file_mark_written(struct file *file);
 /* ->open of a file whose OPEN the server has done (finish_open's open). */
 int pfs_file_open_counted(struct inode *inode, struct file *file);
-/* CLOSE of id in the background; pfs_drain_closes waits for all of them. */
+/*
+ * Before a file's data is used: 0 when its open lives in our session (it
+ * is opened again if the session was lost), -ESTALE when the file is gone
+ * with the session, or why it could not be told.
+ */
+int pfs_file_check(struct file *file);
+/*
+ * CLOSE of id (opened under session epoch) in the background, unless that
+ * session is lost; pfs_drain_closes waits for all of them.
+ */
 void pfs_close_batch_init(struct pfs_close_batch *b, struct super_block *sb);
-void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id);
+void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id,
+		     u64 epoch);
 void pfs_drain_closes(struct super_block *sb);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);
 
-/* resend.c: CLOSEs and unlocks sent again until the server answers */
+/*
+ * resend.c: CLOSEs, unlocks and size reports sent again until the server
+ * answers. CLOSEs and unlocks carry the session epoch of the open or lock
+ * they end: one the session lost is dropped, not sent to the next session.
+ */
 void pfs_resend_init(struct pfs_resender *r, struct super_block *sb);
 void pfs_resend_worker(struct work_struct *work);
 /* Whether a request's error means the server may not have it. */
 bool pfs_resend_unanswered(int err);
 /* Queues what got no answer (err) for sending again; others are done. */
 void pfs_resend_close(struct super_block *sb, const struct pfs_entry_id *ids,
-		      unsigned int n, int err);
+		      const u64 *epochs, unsigned int n, int err);
 void pfs_resend_unlock(struct super_block *sb, const struct pfs_lock_req *m,
-		       int err);
+		       u64 epoch, int err);
+/* A size report (SETATTR size-extend, mtime now) as cred. */
+void pfs_resend_size(struct super_block *sb, const struct pfs_entry_id *id,
+		     u64 size, const struct cred *cred, int err);
 /* A CLOSE sent from the background at once (the closer does not wait). */
 void pfs_resend_close_later(struct super_block *sb,
-			    const struct pfs_entry_id *id);
+			    const struct pfs_entry_id *id, u64 epoch);
 /* Sends the unlocks waiting for (id, owner): before a LOCK of theirs. */
 int pfs_resend_flush_lock(struct super_block *sb,
 			  const struct pfs_entry_id *id, u64 owner);
+/* Sends the size reports waiting for id: before a truncate of it. */
+int pfs_resend_flush_size(struct super_block *sb,
+			  const struct pfs_entry_id *id);
 /* umount: one last attempt for everything, then nothing is kept. */
 void pfs_resend_drain(struct super_block *sb);
 
@@ -350,6 +460,18 @@ ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,
 			 struct iov_iter *from);
 /* CHUNK_SYNC on every target holding data of the file's first i_size bytes. */
 int pfs_stripe_sync(struct inode *inode);
+
+/*
+ * space.c: fallocate, SEEK_DATA/SEEK_HOLE, st_blocks and copy_file_range
+ * against the storage targets
+ */
+long pfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len);
+loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence);
+ssize_t pfs_copy_file_range(struct file *in, loff_t pos_in,
+			    struct file *out, loff_t pos_out, size_t len,
+			    unsigned int flags);
+/* i_blocks from the targets if PFS_INO_BLOCKS_STALE; 0 or -errno. */
+int pfs_refresh_blocks(struct inode *inode);
 
 /* xattr.c: user., trusted., security. and POSIX ACLs */
 extern const struct xattr_handler *pfs_xattr_handlers[];

@@ -33,7 +33,6 @@
 #define PFS_NAME_TTL_UNSET		U32_MAX
 #define PFS_TTL_MAX_MS			3600000
 #define PFS_DEFAULT_CONNS		2
-#define PFS_DEFAULT_SESSION_RENEW	(10 * HZ)
 #define PFS_MAX_CONNS			64
 #define PFS_SECRET_MIN			16
 #define PFS_SECRET_MAX			(64 * 1024)
@@ -342,56 +341,6 @@ static const struct super_operations pfs_super_ops = {
 	.umount_begin	= pfs_umount_begin,
 };
 
-/*
- * Our session on the metadata server holds our locks and opens; any
- * request renews it, this work renews it while we are idle.
- */
-static void pfs_session_renew(struct work_struct *work)
-{
-	struct pfs_sb_info *sbi = container_of(to_delayed_work(work),
-					       struct pfs_sb_info,
-					       session_work);
-	struct pfs_rpc rpc = { .type = PFS_MSG_SESSION_RENEW,
-			       .reply_max = 64 };
-	struct pfs_session session;
-	struct pfs_node *node;
-	int rc;
-
-	node = pfs_net_meta_node(sbi->net, sbi->root.owner_node);
-	if (IS_ERR(node)) {
-		rc = PTR_ERR(node);
-	} else {
-		rc = pfs_rpc_call(node, &rpc);
-		pfs_node_put(node);
-	}
-	if (!rc)
-		rc = pfs_decode(pfs_x_session, &session, rpc.reply,
-				rpc.reply_len);
-	pfs_rpc_release(&rpc);
-	if (!rc && session.timeout_ms >= 300)
-		sbi->session_renew = msecs_to_jiffies(session.timeout_ms / 3);
-	else if (rc)
-		pr_warn_ratelimited("cannot renew the session with metadata node %u: %d\n",
-				    sbi->root.owner_node, rc);
-	queue_delayed_work(system_long_wq, &sbi->session_work,
-			   sbi->session_renew);
-}
-
-static void pfs_session_end(struct pfs_sb_info *sbi)
-{
-	struct pfs_rpc rpc = { .type = PFS_MSG_SESSION_END };
-	struct pfs_node *node;
-
-	cancel_delayed_work_sync(&sbi->session_work);
-	node = pfs_net_meta_node(sbi->net, sbi->root.owner_node);
-	if (IS_ERR(node))
-		return;
-	/* Best effort: a session we cannot end expires on its own. */
-	pfs_rpc_call(node, &rpc);
-	pfs_rpc_release(&rpc);
-	pfs_node_put(node);
-}
-
 static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
 {
 	struct pfs_net_config cfg = {
@@ -449,6 +398,7 @@ static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	/* Before the net starts: notices look inodes up in sb. */
 	sbi->sb = sb;
+	pfs_sessions_init(&sbi->sessions, sb);
 	pfs_close_batch_init(&sbi->closes, sb);
 	pfs_resend_init(&sbi->resend, sb);
 	sb->s_magic = PFS_SUPER_MAGIC;
@@ -503,8 +453,7 @@ static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
-	/* First renewal now: it also learns the server's session timeout. */
-	queue_delayed_work(system_long_wq, &sbi->session_work, 0);
+	pfs_sessions_start(sb);
 	return 0;
 }
 
@@ -543,8 +492,6 @@ static int pfs_get_tree(struct fs_context *fc)
 	sbi->attr_ttl = msecs_to_jiffies(sbi->opts.attr_ttl_ms);
 	sbi->name_ttl = msecs_to_jiffies(sbi->opts.name_ttl_ms);
 	atomic_set(&sbi->names_epoch, 0);
-	INIT_DELAYED_WORK(&sbi->session_work, pfs_session_renew);
-	sbi->session_renew = PFS_DEFAULT_SESSION_RENEW;
 	/* Only who knows the token can act as this client id (BIND_CLIENT). */
 	get_random_bytes(sbi->token, sizeof(sbi->token));
 	sbi->client_id = pfs_auth_client_id(sbi->token);
@@ -615,9 +562,10 @@ static void pfs_kill_sb(struct super_block *sb)
 			/* Queued CLOSEs go out while the net and the session live. */
 			pfs_drain_closes(sb);
 			pfs_resend_drain(sb);
-			pfs_session_end(sbi);
+			pfs_sessions_end(sb);
 			pfs_net_stop(sbi->net);
 		}
+		pfs_sessions_free(&sbi->sessions);
 		pfs_free_opts(&sbi->opts);
 		kfree(sbi);
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every package PFS needs to build and test, from Debian's archive.
-# Idempotent: does nothing when all are present. --check only reports.
+# Idempotent: does nothing when all are present. --check only reports;
+# --packaging adds what `make deb` needs.
 set -euo pipefail
 
 PACKAGES=(
@@ -12,14 +13,26 @@ PACKAGES=(
   qemu-system-x86 busybox-static cpio e2fsprogs fio  # kernel tests in a QEMU guest (tests/kernel)
   nfs-kernel-server rpcbind         # the NFS peer of make bench-kernel (tests/kernel/nfs-setup.sh)
   valgrind                          # daemons checked for memory errors at shutdown (tests/integration)
+  help2man groff-base               # manual pages from the programs' --help (packaging/man)
 )
+
+PACKAGING=(debhelper dh-dkms dkms lintian fakeroot)
+
+check_only=0
+for arg in "$@"; do
+  case $arg in
+    --check) check_only=1 ;;
+    --packaging) PACKAGES+=("${PACKAGING[@]}") ;;
+    *) echo "install-deps.sh: unknown option '$arg' (--check, --packaging)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
-if [ "${1:-}" = "--check" ]; then
+if [ "$check_only" = 1 ]; then
   [ ${#missing[@]} -eq 0 ] && exit 0
   echo "missing packages: ${missing[*]}" >&2
   exit 1

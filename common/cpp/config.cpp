@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include "log.hpp"
+#include "pfs_proto.h"
 
 #include <cerrno>
 #include <cstring>
@@ -48,12 +49,20 @@ ParseOutcome error_outcome(std::string message) {
 
 }  // namespace
 
+std::string_view version() { return PFS_VERSION; }
+
+std::string version_line(std::string_view program) {
+    return std::string(program) + " " + std::string(version()) + " (protocol " +
+           std::to_string(PFS_PROTO_VERSION) + ")\n";
+}
+
 Options::Options(std::string program, std::string summary)
     : program_(std::move(program)),
       summary_(std::move(summary)),
       default_config_(default_config_for(program_)) {
     generic_.add_options()
         ("help,h", "print this help and exit")
+        ("version,V", "print the version (and the protocol's) and exit")
         ("config", po::value<std::string>()->default_value(default_config_)->value_name("FILE"),
          "config file (ini syntax: key = value); the default one is read only if it exists");
     common_.add_options()
@@ -133,6 +142,7 @@ ParseOutcome Options::parse_checked(int argc, const char* const* argv) {
     po::variables_map vm;
     po::store(parsed, vm);
     if (vm.count("help")) return {ParseOutcome::Kind::help, help()};
+    if (vm.count("version")) return {ParseOutcome::Kind::version, version_line(program_)};
 
     const bool explicit_config = !vm["config"].defaulted();
     const std::string config_path = vm["config"].as<std::string>();

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,9 +18,14 @@ namespace pfs {
 namespace po = boost::program_options;
 
 struct ParseOutcome {
-    enum class Kind { run, help, error } kind = Kind::run;
-    std::string message;  // help(): the help text; error: what was wrong
+    enum class Kind { run, help, version, error } kind = Kind::run;
+    std::string message;  // help: the help text; version: the version line; error: what was wrong
 };
+
+// The one version of PFS (the VERSION file, through CMake), e.g. "0.1.0".
+std::string_view version();
+// "PROGRAM VERSION (protocol N)\n", what --version prints.
+std::string version_line(std::string_view program);
 
 class Options {
 public:

@@ -18,6 +18,20 @@ void add_auth_option(Options& options) {
                   "node the client key ('pfs-ctl auth key client' writes it)");
 }
 
+namespace {
+
+// Raises the soft limit of open files to the hard one: a server holds a
+// descriptor per connection, thousands of them.
+void raise_file_limit() {
+    struct rlimit lim {};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+    lim.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
+        log::warn("cannot raise the limit of open files", {{"error", std::strerror(errno)}});
+}
+
+}  // namespace
+
 void add_server_options(Options& options, bool frame_macs) {
     ServerConfig d;
     options.add()
@@ -38,6 +52,8 @@ void add_server_options(Options& options, bool frame_macs) {
 }
 
 Result<ServerConfig> server_config(const Options& options, ServerConfig config) {
+    config.host = options.get<std::string>("listen");
+    config.port = options.get<uint16_t>("port");
     config.require_frame_mac = options.get<bool>("frame-macs");
     config.max_connections = options.get<size_t>("max-connections");
     config.max_unauthenticated = options.get<size_t>("max-unauthenticated");
@@ -52,16 +68,10 @@ Result<ServerConfig> server_config(const Options& options, ServerConfig config) 
     if (mib < 16 || mib > (1u << 20))
         return Error{-EINVAL, "--request-memory-mib must be between 16 and 1048576"};
     config.request_memory = mib << 20;
+    raise_file_limit();
     return config;
 }
 
-void raise_file_limit() {
-    struct rlimit lim {};
-    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
-    lim.rlim_cur = lim.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
-        log::warn("cannot raise the limit of open files", {{"error", std::strerror(errno)}});
-}
 
 Result<auth::Secret> load_secret(const Options& options) {
     return auth::Secret::load(options.get<std::string>("auth-file"));
@@ -71,6 +81,7 @@ int parse_or_exit(Options& options, int argc, char** argv) {
     auto outcome = options.parse(argc, argv);
     switch (outcome.kind) {
         case ParseOutcome::Kind::help:
+        case ParseOutcome::Kind::version:
             std::fputs(outcome.message.c_str(), stdout);
             return 0;
         case ParseOutcome::Kind::error:

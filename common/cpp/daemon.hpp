@@ -20,11 +20,9 @@ Result<auth::Secret> load_secret(const Options& options);
 // The request server's options (listen address and port aside): frame
 // MACs, connection quotas, request memory. frame_macs: the default.
 void add_server_options(Options& options, bool frame_macs);
-// What the options of add_server_options say (host and port left alone).
+// What the options of add_server_options say, with --listen and --port;
+// raises the open-file limit for the connections to come.
 Result<ServerConfig> server_config(const Options& options, ServerConfig config);
-// Raises the soft limit of open files to the hard one: a server holds a
-// descriptor per connection, thousands of them.
-void raise_file_limit();
 // Parses options; returns an exit code to leave with, or -1 to go on.
 int parse_or_exit(Options& options, int argc, char** argv);
 // Stops the loop on SIGINT/SIGTERM, logging the signal; runs before_stop

@@ -121,8 +121,13 @@ awaitable<Status> RpcClient::ensure_connected() {
     connecting_ = false;
     if (!conn) {
         last_error_ = conn.error();
-        next_attempt_ = std::chrono::steady_clock::now() + backoff_;
-        backoff_ = std::min(backoff_ * 2, config_.backoff_max);
+        // Failing fast spares callers a connect timeout each while a peer
+        // is unreachable; a refusal costs no wait, and the next attempt may
+        // find a server that restarted a moment ago.
+        if (last_error_.code != -ECONNREFUSED) {
+            next_attempt_ = std::chrono::steady_clock::now() + backoff_;
+            backoff_ = std::min(backoff_ * 2, config_.backoff_max);
+        }
         connect_done_.cancel();
         co_return last_error_;
     }
@@ -163,6 +168,7 @@ awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
     if (conn_ == conn) {
         conn_.reset();
         fail_all(lost);
+        if (on_disconnected_) on_disconnected_();
     }
 }
 
@@ -213,7 +219,9 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     if (!*pending->result) co_return pending->result->error();
     const Frame& frame = pending->result->value();
     if (frame.header.type != type) co_return Error{PFS_E_PROTO, "reply of the wrong type from " + peer_.str()};
-    co_return decode_reply(frame.payload);
+    auto reply = decode_reply(frame.payload);
+    if (reply) reply->session_epoch = frame.header.client_seq;
+    co_return reply;
 }
 
 awaitable<Status> RpcClient::bind(uint64_t client_id) {
@@ -257,14 +265,35 @@ awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes>
 ClientPool::ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
                        ClientConfig config) {
     for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i)
-        clients_.push_back(RpcClient::create(ex, peer, secret, config));
+        clients_->push_back(RpcClient::create(ex, peer, secret, config));
+    // One connection that got through proves the peer is back: the others
+    // stop failing fast with the error of an attempt made while it was down.
+    // (Weakly: a caller may hold a client after the pool is gone.)
+    std::weak_ptr<Clients> all = clients_;
+    for (auto& c : *clients_) {
+        c->on_connected([all, connected = c.get()] {
+            if (auto clients = all.lock())
+                for (auto& other : *clients)
+                    if (other.get() != connected) other->retry_now();
+        });
+    }
 }
 
+// The connection with the least in flight (a live one on a tie), leaving
+// out those whose last attempt failed a moment ago: they would fail at once
+// with that attempt's error while another can serve. Only when all of them
+// back off does a call get such an answer.
 std::shared_ptr<RpcClient> ClientPool::pick() {
-    auto best = clients_.front();
-    for (auto& c : clients_)
-        if (c->in_flight() < best->in_flight()) best = c;
-    return best;
+    auto better = [](const std::shared_ptr<RpcClient>& a, const std::shared_ptr<RpcClient>& b) {
+        if (a->in_flight() != b->in_flight()) return a->in_flight() < b->in_flight();
+        return a->connected() && !b->connected();
+    };
+    std::shared_ptr<RpcClient> best, least;
+    for (auto& c : *clients_) {
+        if (!least || c->in_flight() < least->in_flight()) least = c;
+        if (!c->backing_off() && (!best || better(c, best))) best = c;
+    }
+    return best ? best : least;
 }
 
 awaitable<Result<Reply>> ClientPool::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout) {
@@ -273,11 +302,15 @@ awaitable<Result<Reply>> ClientPool::call(uint16_t type, Bytes payload, std::chr
 }
 
 void ClientPool::on_notify(const std::function<void(const Frame&)>& fn) {
-    for (auto& c : clients_) c->on_notify(fn);
+    for (auto& c : *clients_) c->on_notify(fn);
+}
+
+void ClientPool::on_disconnected(const std::function<void()>& fn) {
+    for (auto& c : *clients_) c->on_disconnected(fn);
 }
 
 void ClientPool::close() {
-    for (auto& c : clients_) c->close();
+    for (auto& c : *clients_) c->close();
 }
 
 }  // namespace pfs

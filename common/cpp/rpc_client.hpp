@@ -70,11 +70,23 @@ public:
     void on_notify(std::function<void(const Frame&)> fn) { on_notify_ = std::move(fn); }
     // After each successful connect, before any waiting call proceeds.
     void on_connected(std::function<void()> fn) { on_connected_ = std::move(fn); }
+    // When a connection ends other than by close(): the peer hung up, went
+    // away or sent garbage (whatever it kept for us per connection may be
+    // gone with it).
+    void on_disconnected(std::function<void()> fn) { on_disconnected_ = std::move(fn); }
 
     uint64_t connects() const { return connects_; }
     // Calls under way, including those still waiting for the connection.
     size_t in_flight() const { return active_calls_; }
     bool connected() const { return conn_ && conn_->is_open(); }
+    // Not connected, and the last attempt failed less than a back-off ago:
+    // calls fail at once with that attempt's error.
+    bool backing_off() const { return !connected() && !connecting_ && std::chrono::steady_clock::now() < next_attempt_; }
+    // The next call connects at once, whatever the back-off.
+    void retry_now() {
+        next_attempt_ = {};
+        backoff_ = config_.backoff_min;
+    }
     const Endpoint& peer() const { return peer_; }
     void close();
 
@@ -107,6 +119,7 @@ private:
     Error last_error_;
     std::function<void(const Frame&)> on_notify_;
     std::function<void()> on_connected_;
+    std::function<void()> on_disconnected_;
 };
 
 // Calls and turns a failed reply status into an Error, so callers see one
@@ -124,10 +137,13 @@ public:
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
     // Unsolicited frames from the peer, on any connection of the pool.
     void on_notify(const std::function<void(const Frame&)>& fn);
+    // Any connection of the pool lost (RpcClient::on_disconnected).
+    void on_disconnected(const std::function<void()>& fn);
     void close();
 
 private:
-    std::vector<std::shared_ptr<RpcClient>> clients_;
+    using Clients = std::vector<std::shared_ptr<RpcClient>>;
+    std::shared_ptr<Clients> clients_ = std::make_shared<Clients>();
 };
 
 }  // namespace pfs

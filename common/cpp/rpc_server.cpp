@@ -290,8 +290,9 @@ void RpcServer::answer(Connection& conn, const Frame& request, Reply reply, Coun
     if (counters && request.header.type != PFS_MSG_GET_STATS)
         counters->count(PFS_HEADER_SIZE + request.payload.size(),
                         PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
-    conn.send(make_header(request.header.type, PFS_FLAG_REPLY, request.header.request_id), std::move(status),
-              std::move(body), std::move(data));
+    pfs_header header = make_header(request.header.type, PFS_FLAG_REPLY, request.header.request_id);
+    header.client_seq = reply.session_epoch;
+    conn.send(header, std::move(status), std::move(body), std::move(data));
     if (reply.status == PFS_E_PROTO) {
         log::warn("dropping connection", {{"peer", conn.peer()},
                                           {"reason", std::string("malformed ") + pfs_msg_name(request.header.type)}});

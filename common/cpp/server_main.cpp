@@ -81,9 +81,6 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         log::error(config.error().message);
         return 2;
     }
-    config->host = options.get<std::string>("listen");
-    config->port = options.get<uint16_t>("port");
-    daemon::raise_file_limit();
     EventLoop io;
     RpcServer server(io, *config, *secret);
     auto port = server.start();

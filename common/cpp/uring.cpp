@@ -324,6 +324,14 @@ awaitable<Status> Uring::fsync(int fd, bool datasync) {
     co_return ok_status();
 }
 
+awaitable<Status> Uring::fallocate(int fd, int mode, uint64_t offset, uint64_t length) {
+    int res = co_await perform([=](io_uring_sqe* sqe) {
+        io_uring_prep_fallocate(sqe, fd, mode, static_cast<off_t>(offset), static_cast<off_t>(length));
+    });
+    if (res < 0) co_return errno_error(res, "fallocate");
+    co_return ok_status();
+}
+
 awaitable<Result<UniqueFd>> Uring::openat(int dirfd, std::string path, int flags, mode_t mode) {
     int res = co_await perform([&](io_uring_sqe* sqe) {
         io_uring_prep_openat(sqe, dirfd, path.c_str(), flags | O_CLOEXEC, mode);

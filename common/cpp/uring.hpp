@@ -101,6 +101,8 @@ public:
     // Writes all of buf (short writes are continued); returns buf.size().
     awaitable<Result<size_t>> write(int fd, std::span<const uint8_t> buf, uint64_t offset);
     awaitable<Status> fsync(int fd, bool datasync);
+    // fallocate(2): mode as Linux's FALLOC_FL_* bits.
+    awaitable<Status> fallocate(int fd, int mode, uint64_t offset, uint64_t length);
     // Paths are taken by value: the coroutine keeps its own copy for the
     // kernel, whatever happens to the caller's temporaries.
     awaitable<Result<UniqueFd>> openat(int dirfd, std::string path, int flags, mode_t mode);

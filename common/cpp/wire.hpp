@@ -133,10 +133,13 @@ struct Reply {
     std::string message;
     Bytes body;
     SharedBytes data;  // server side: sent after body, not copied
+    // A metadata server's reply to a request with a client id: the epoch
+    // of that client's session there (header.client_seq; 0: none).
+    uint64_t session_epoch = 0;
 
-    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}}; }
-    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data)}; }
-    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}}; }
+    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}, 0}; }
+    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data), 0}; }
+    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}, 0}; }
     static Reply from(const Error& e);
 };
 

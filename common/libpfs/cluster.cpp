@@ -170,6 +170,9 @@ ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
     if (!pool) {
         pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_);
         pool->on_notify([this](const Frame& f) { deliver(f); });
+        pool->on_disconnected([this, node_id] {
+            for (auto& fn : on_disconnect_) fn(node_id);
+        });
         pool_endpoints_[node_id] = ep;
     }
     return *pool;
@@ -191,7 +194,7 @@ Result<uint32_t> Cluster::root_meta() const {
 }
 
 awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
-                                               uint64_t client_id, const Credentials* as) {
+                                               uint64_t client_id, const Credentials* as, uint64_t* session_epoch) {
     if (!payload) co_return payload.error();
     auto it = std::find_if(meta_info_.begin(), meta_info_.end(),
                            [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
@@ -200,6 +203,7 @@ awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type
     auto client = pool_for(meta_node, Endpoint{it->host, it->port}).pick();
     auto reply = co_await client->call(type, std::move(*payload), {}, client_id, as);
     if (!reply) co_return reply.error();
+    if (session_epoch) *session_epoch = reply->session_epoch;
     if (reply->status != PFS_OK) co_return reply_error(*reply);
     co_return std::move(reply->body);
 }

@@ -33,9 +33,12 @@ public:
     Result<TargetRoute> route(uint32_t target_id) const;
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
     // To the metadata server that owns an entry (pfs_entry_id::owner_node),
-    // on behalf of a client session (0: none) and of a user (as).
+    // on behalf of a client session (0: none) and of a user (as). When the
+    // server answers, *session_epoch gets the epoch of the client's session
+    // its reply carries (whatever the status; 0 when none).
     awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
-                                          uint64_t client_id = 0, const Credentials* as = nullptr);
+                                          uint64_t client_id = 0, const Credentials* as = nullptr,
+                                          uint64_t* session_epoch = nullptr);
     // The metadata server holding the root directory: the first one registered.
     Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.
@@ -61,6 +64,9 @@ public:
     void drop_notices(uint64_t client_id) { notices_.erase(client_id); }
     // close() ends what users of the cluster keep running (session renewals).
     void on_close(std::function<void()> fn) { on_close_.push_back(std::move(fn)); }
+    // A connection to a server (by node id) was lost: what the server kept
+    // for a client may be gone with it (a metadata server that restarted).
+    void on_disconnect(std::function<void(uint32_t)> fn) { on_disconnect_.push_back(std::move(fn)); }
     void close();
 
 private:
@@ -83,6 +89,7 @@ private:
     std::vector<pfs_node_info> meta_info_;  // metadata servers, by node id
     std::function<void()> on_refresh_;
     std::vector<std::function<void()>> on_close_;
+    std::vector<std::function<void(uint32_t)>> on_disconnect_;
     std::map<uint64_t, NoticeFn> notices_;
     std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
     std::map<uint32_t, Endpoint> pool_endpoints_;

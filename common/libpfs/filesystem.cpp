@@ -85,9 +85,15 @@ void FileSystem::invalidate(const pfs_invalidate& notice) {
     std::erase_if(dir_cache_, [&](const auto& kv) { return named(kv.second.parent) || named(kv.second.id); });
 }
 
-awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
-    keeper_.used(owner.owner_node);
-    co_return co_await cluster_.call_meta_ok(owner.owner_node, type, std::move(payload), keeper_.client_id(), &as_);
+awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
+                                          uint64_t* epoch) {
+    const uint32_t node = owner.owner_node;
+    keeper_.used(node);
+    uint64_t sent = keeper_.epoch(node), got = 0;
+    auto r = co_await cluster_.call_meta_ok(node, type, std::move(payload), keeper_.client_id(), &as_, &got);
+    keeper_.seen(node, sent, got);
+    if (epoch) *epoch = got;
+    co_return r;
 }
 
 awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
@@ -227,6 +233,15 @@ awaitable<Result<pfs_attr>> FileSystem::symlink(std::string_view target, std::st
     co_return co_await attr_call(parent->dir, PFS_MSG_SYMLINK, std::move(payload));
 }
 
+awaitable<Result<pfs_attr>> FileSystem::mknod(std::string_view path, uint32_t mode, uint32_t rdev) {
+    if (!pfs_mknod_mode_valid(mode)) co_return Error{-EINVAL, "mknod makes FIFOs, sockets and devices"};
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    pfs_mknod m{parent->dir, {}, mode, rdev};
+    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
+    co_return co_await attr_call(parent->dir, PFS_MSG_MKNOD, encode(pfs_x_mknod, m));
+}
+
 awaitable<Result<std::string>> FileSystem::readlink(std::string_view path) {
     auto attr = co_await resolve(path);
     if (!attr) co_return attr.error();
@@ -361,18 +376,21 @@ awaitable<Result<StripeLayout>> FileSystem::layout(std::string_view path) {
 }
 
 awaitable<Result<StripeLayout>> FileSystem::layout(const pfs_entry_id& id) {
-    auto body = co_await meta(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, O_RDONLY}));
-    auto file = opened(std::move(body));
+    uint64_t epoch = 0;
+    auto body = co_await meta(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, O_RDONLY}), &epoch);
+    auto file = opened(std::move(body), epoch, O_RDONLY);
     if (!file) co_return file.error();
     auto layout = file->layout;
     (void)co_await close(*file);
     co_return layout;
 }
 
-Result<OpenFile> FileSystem::opened(Result<Bytes> body) {
+Result<OpenFile> FileSystem::opened(Result<Bytes> body, uint64_t epoch, int flags) {
     if (!body) return body.error();
     auto file = decode_open(*body);
     if (!file) return file.error();
+    file->open_epoch = epoch;
+    file->open_flags = static_cast<uint32_t>(flags & O_ACCMODE);
     // Open on the server now: the session must outlive it.
     file->owner = next_owner_++;
     keeper_.hold();
@@ -382,37 +400,39 @@ Result<OpenFile> FileSystem::opened(Result<Bytes> body) {
 // OPEN_NAME looks a regular file up and opens it in one round trip; other
 // types, and files of another metadata server (no layout: not opened), come
 // back only looked up and are opened by id, as are the root, "." and "..".
-awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32_t flags) {
+awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32_t flags, uint64_t* epoch) {
     auto parent = co_await resolve_parent(path);
     if (!parent && parent.error().code != -EINVAL) co_return parent.error();
     if (parent && parent->name != "." && parent->name != "..") {
         pfs_open_name m{parent->dir, {}, flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        auto body = co_await meta(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m));
+        auto body = co_await meta(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m), epoch);
         if (!body) co_return body;
         auto found = decode_open(*body);
         if (!found) co_return found.error();
         if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return body;
-        co_return co_await meta(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}));
+        co_return co_await meta(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}),
+                                epoch);
     }
     auto attr = co_await resolve(path);
     if (!attr) co_return attr.error();
-    co_return co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, flags}));
+    co_return co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, flags}), epoch);
 }
 
 awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, uint32_t mode) {
     Result<Bytes> body = Error{};
+    uint64_t epoch = 0;
     if (flags & O_CREAT) {
         auto parent = co_await resolve_parent(path);
         if (!parent) co_return parent.error();
         uint32_t create_flags = PFS_CREATE_OPEN | ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
         pfs_create m{parent->dir, {}, mode & 07777, create_flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m));
+        body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch);
     } else {
-        body = co_await open_existing(path, static_cast<uint32_t>(flags));
+        body = co_await open_existing(path, static_cast<uint32_t>(flags), &epoch);
     }
-    auto file = opened(std::move(body));
+    auto file = opened(std::move(body), epoch, flags);
     if (!file) co_return file.error();
     if ((file->attr.mode & S_IFMT) == S_IFDIR && (flags & O_ACCMODE) != O_RDONLY) {
         (void)co_await close(*file);
@@ -432,7 +452,29 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
     co_return file;
 }
 
+awaitable<Status> FileSystem::check(OpenFile& file) {
+    const pfs_entry_id id = file.attr.id;
+    if (file.gone) co_return Error{-ESTALE, "inode " + std::to_string(id.ino) + " is gone"};
+    co_await keeper_.verify(id.owner_node);
+    if (!keeper_.lost(id.owner_node, file.open_epoch)) co_return ok_status();
+    // Our open went with the session: open the file again, by its id. A
+    // file that is gone was unlinked and freed meanwhile; its chunks may
+    // be deleted, or another file's by now.
+    uint64_t epoch = 0;
+    auto body = co_await meta(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, file.open_flags}), &epoch);
+    if (!body) {
+        int code = body.error().code;
+        if (code != -ENOENT && code != -ESTALE) co_return body.error();
+        file.gone = true;
+        co_return Error{-ESTALE, "inode " + std::to_string(id.ino) + " was lost with our session on metadata server " +
+                                     std::to_string(id.owner_node) + " and is gone"};
+    }
+    file.open_epoch = epoch;
+    co_return ok_status();
+}
+
 awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std::span<uint8_t> out) {
+    if (auto st = co_await check(file); !st) co_return st.error();
     // Our own writes count even before the metadata server has heard of them.
     uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
     if (offset >= size) co_return size_t{0};
@@ -444,6 +486,7 @@ awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std:
 
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
+    if (auto checked = co_await check(file); !checked) co_return checked;
     auto st = co_await io_.write(file.layout, file.attr.id, offset, data, &file.verifiers);
     if (!st) co_return st;
     file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
@@ -463,6 +506,7 @@ awaitable<Status> FileSystem::report_size(OpenFile& file) {
 }
 
 awaitable<Status> FileSystem::fsync(OpenFile& file) {
+    if (auto st = co_await check(file); !st) co_return st;
     if ((file.attr.mode & S_IFMT) == S_IFREG) {
         auto st = co_await io_.sync(file.layout, file.attr.id, &file.verifiers);
         if (!st) co_return st;
@@ -471,7 +515,8 @@ awaitable<Status> FileSystem::fsync(OpenFile& file) {
 }
 
 awaitable<Status> FileSystem::close(OpenFile& file) {
-    auto st = co_await report_size(file);
+    const pfs_entry_id id = file.attr.id;
+    Status st = file.gone ? ok_status() : co_await report_size(file);
     if (file.locked) {
         // What fcntl and flock locks do at the last close of a file.
         auto posix = co_await unlock(file, PFS_LOCK_POSIX);
@@ -480,7 +525,11 @@ awaitable<Status> FileSystem::close(OpenFile& file) {
         if (st && !whole) st = whole;
         file.locked = false;
     }
-    auto r = co_await meta(file.attr.id, PFS_MSG_CLOSE, encode(pfs_x_entry_id, file.attr.id));
+    // An open the server lost with our session is not closed there: the
+    // session we have now may hold another open of the file.
+    Result<Bytes> r = Bytes{};
+    if (!file.gone && !keeper_.lost(id.owner_node, file.open_epoch))
+        r = co_await meta(id, PFS_MSG_CLOSE, encode(pfs_x_entry_id, id));
     if (file.owner != 0) {
         file.owner = 0;
         keeper_.release();

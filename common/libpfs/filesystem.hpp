@@ -34,6 +34,13 @@ struct OpenFile {
     uint64_t owner = 0;        // lock owner, unique within the client (0: closed)
     bool locked = false;       // took a lock once: close releases what is left
     WriteVerifiers verifiers;  // of the writes since the last fsync
+    // The session epochs (on the inode's metadata server) the open and the
+    // last lock were granted under: another epoch there means they are
+    // gone (SessionKeeper::lost). 0: not known.
+    uint64_t open_epoch = 0;
+    uint64_t lock_epoch = 0;
+    uint32_t open_flags = 0;  // O_ACCMODE of the open, to open it again
+    bool gone = false;        // the open was lost and the file is no more
 };
 
 struct FileSystemOptions {
@@ -79,6 +86,9 @@ public:
     awaitable<Result<pfs_attr>> link(std::string_view existing, std::string_view path);
     awaitable<Result<pfs_attr>> symlink(std::string_view target, std::string_view path);
     awaitable<Result<std::string>> readlink(std::string_view path);
+    // A FIFO, socket or device: mode carries the type and permission bits,
+    // rdev a device's number as new_encode_dev() packs it (pfs_encode_dev).
+    awaitable<Result<pfs_attr>> mknod(std::string_view path, uint32_t mode, uint32_t rdev = 0);
     awaitable<Result<std::vector<Entry>>> readdir(std::string_view path);
     awaitable<Result<std::vector<Entry>>> readdir(const pfs_entry_id& dir);
     awaitable<Result<pfs_attr>> setattr(std::string_view path, const pfs_setattr& changes);
@@ -97,19 +107,40 @@ public:
     awaitable<Result<StripeLayout>> layout(const pfs_entry_id& file);
 
     // O_CREAT, O_EXCL, O_TRUNC are honoured; the rest is the caller's.
+    //
+    // An open lives in this client's session on the file's metadata server.
+    // When that session is lost (it expired, or the server restarted) read,
+    // write and fsync open the file again by its id first; a file that is
+    // gone meanwhile (unlinked while open: the server freed it) fails them
+    // with -ESTALE from then on, never reading what its chunks became.
     awaitable<Result<OpenFile>> open(std::string_view path, int flags, uint32_t mode = 0644);
     // Reads up to out.size() bytes at offset, clamped to the file size.
     awaitable<Result<size_t>> read(OpenFile& file, uint64_t offset, std::span<uint8_t> out);
     awaitable<Status> write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data);
     // Data durable on the storage targets, size known to the metadata server.
     awaitable<Status> fsync(OpenFile& file);
+    // The first error of: the size report, releasing the file's locks
+    // (-ENOLCK when they had been lost), the CLOSE.
     awaitable<Status> close(OpenFile& file);
+
+    // fallocate(2): mode is enum pfs_falloc_mode (Linux's FALLOC_FL_
+    // KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE); others are -EOPNOTSUPP. The
+    // metadata server checks write permission. filesystem_space.cpp.
+    awaitable<Status> fallocate(OpenFile& file, uint32_t mode, uint64_t offset, uint64_t length);
+    // lseek(SEEK_DATA / SEEK_HOLE): what is PFS_SEEK_DATA or PFS_SEEK_HOLE;
+    // -ENXIO at or past the end of the file, or with no data after offset.
+    awaitable<Result<uint64_t>> seek(OpenFile& file, uint8_t what, uint64_t offset);
+    // st_blocks * 512: the bytes the file's chunks take on the targets.
+    awaitable<Result<uint64_t>> allocated(OpenFile& file);
 
     // Advisory locks. kind: PFS_LOCK_FLOCK (whole file; range ignored) or
     // PFS_LOCK_POSIX; type: PFS_LOCK_READ, _WRITE or _UNLOCK; len 0: to the
     // end of the file. A conflict is -EAGAIN, or with wait retried with
     // backoff until granted (F_SETLKW, flock without LOCK_NB). Locks belong
-    // to the open file (like OFD locks) and go with its close.
+    // to the open file (like OFD locks) and go with its close. Locks lost
+    // with the session are reported once: the next lock or unlock of the
+    // file (or its close) fails with -ENOLCK, and the one after is served
+    // as usual (an unlock is sent all the same).
     awaitable<Status> lock(OpenFile& file, uint8_t kind, uint8_t type, uint64_t start = 0, uint64_t len = 0,
                            bool wait = false);
     awaitable<Status> unlock(OpenFile& file, uint8_t kind, uint64_t start = 0, uint64_t len = 0);
@@ -138,12 +169,21 @@ private:
     void invalidate(const pfs_invalidate& notice);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
     // OPEN_NAME or OPEN of an existing entry: the reply of an open.
-    awaitable<Result<Bytes>> open_existing(std::string_view path, uint32_t flags);
-    awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
+    awaitable<Result<Bytes>> open_existing(std::string_view path, uint32_t flags, uint64_t* epoch);
+    // A request to owner's metadata server in this client's session; *epoch
+    // gets the session epoch its reply carried.
+    awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
+                                  uint64_t* epoch = nullptr);
+    // Before file's data is used: its open is in the current session (opened
+    // again if the session was lost), or -ESTALE when the file is gone.
+    awaitable<Status> check(OpenFile& file);
+    // Whether the locks taken through file were lost with a session.
+    bool locks_lost(const OpenFile& file) const;
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
     awaitable<Status> report_size(OpenFile& file);
-    // An OPEN or CREATE-and-open reply as an open file of this client.
-    Result<OpenFile> opened(Result<Bytes> body);
+    // An OPEN or CREATE-and-open reply (granted under epoch) as an open
+    // file of this client.
+    Result<OpenFile> opened(Result<Bytes> body, uint64_t epoch, int flags);
     Result<Bytes> lock_req(const OpenFile& file, uint8_t kind, uint8_t type, uint64_t start, uint64_t len) const;
 
     Cluster& cluster_;

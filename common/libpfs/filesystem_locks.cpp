@@ -27,16 +27,52 @@ Result<Bytes> FileSystem::lock_req(const OpenFile& file, uint8_t kind, uint8_t t
     return encode(pfs_x_lock_req, m);
 }
 
+bool FileSystem::locks_lost(const OpenFile& file) const {
+    return file.locked && keeper_.lost(file.attr.id.owner_node, file.lock_epoch);
+}
+
+namespace {
+
+// Said once; from then on the file holds no lock.
+Error locks_gone(OpenFile& file) {
+    file.locked = false;
+    file.lock_epoch = 0;
+    return Error{-ENOLCK, "the locks of inode " + std::to_string(file.attr.id.ino) +
+                              " were lost with our session on metadata server " +
+                              std::to_string(file.attr.id.owner_node)};
+}
+
+}  // namespace
+
 awaitable<Status> FileSystem::lock(OpenFile& file, uint8_t kind, uint8_t type, uint64_t start, uint64_t len,
                                    bool wait) {
     auto req = lock_req(file, kind, type, start, len);
     if (!req) co_return req.error();
+    co_await keeper_.verify(file.attr.id.owner_node);
+    if (locks_lost(file)) {
+        // An unlock still goes out: harmless, and what the caller asked for.
+        if (type == PFS_LOCK_UNLOCK) (void)co_await meta(file.attr.id, PFS_MSG_LOCK, *req);
+        co_return locks_gone(file);
+    }
+    const uint64_t held = file.locked ? file.lock_epoch : 0;
     if (type != PFS_LOCK_UNLOCK) file.locked = true;  // set before asking: a lost reply may have granted it
     asio::steady_timer backoff(cluster_.executor());
     auto delay = 5ms;
     for (;;) {
-        auto r = co_await meta(file.attr.id, PFS_MSG_LOCK, *req);
-        if (r) co_return ok_status();
+        uint64_t epoch = 0;
+        auto r = co_await meta(file.attr.id, PFS_MSG_LOCK, *req, &epoch);
+        if (r) {
+            if (held != 0 && epoch != 0 && epoch != held) {
+                // Served by a session that is not the one our locks were
+                // taken in (it expired while we could not tell): those are
+                // gone. That is said first; a new lock is given back.
+                if (type != PFS_LOCK_UNLOCK)
+                    (void)co_await meta(file.attr.id, PFS_MSG_LOCK, lock_req(file, kind, PFS_LOCK_UNLOCK, start, len));
+                co_return locks_gone(file);
+            }
+            if (type != PFS_LOCK_UNLOCK && epoch) file.lock_epoch = epoch;
+            co_return ok_status();
+        }
         if (!wait || r.error().code != -EAGAIN) co_return r.error();
         backoff.expires_after(delay);
         co_await backoff.async_wait(asio::use_awaitable);

@@ -33,6 +33,17 @@ std::vector<Piece> plan_io(const StripeLayout& layout, uint64_t offset, uint64_t
     return pieces;
 }
 
+std::vector<ChunkRange> chunk_ranges(const StripeLayout& layout, uint64_t offset, uint64_t length) {
+    std::vector<ChunkRange> ranges;
+    const auto n = static_cast<uint32_t>(layout.targets.size());
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint64_t from = pfs_stripe_target_from(layout.chunk_size, n, i, offset);
+        const uint64_t to = pfs_stripe_target_from(layout.chunk_size, n, i, offset + length);
+        if (to > from) ranges.push_back(ChunkRange{i, from, to - from});
+    }
+    return ranges;
+}
+
 std::vector<uint64_t> target_sizes(const StripeLayout& layout, uint64_t file_size) {
     std::vector<uint64_t> sizes;
     const auto n = static_cast<uint32_t>(layout.targets.size());

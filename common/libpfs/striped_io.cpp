@@ -126,4 +126,71 @@ awaitable<Status> StripedIo::unlink(const StripeLayout& layout, const pfs_entry_
     });
 }
 
+awaitable<Status> StripedIo::fallocate(const StripeLayout& layout, const pfs_entry_id& file, uint32_t mode,
+                                       uint64_t offset, uint64_t length) {
+    if (auto st = check_layout(layout); !st) co_return st;
+    std::vector<Task<Unit>> tasks;
+    for (const ChunkRange& r : chunk_ranges(layout, offset, length)) {
+        tasks.push_back([this, &layout, &file, mode, r]() -> awaitable<Result<Unit>> {
+            const uint32_t target = layout.targets[r.target_index];
+            auto body = co_await cluster_.call_target_ok(
+                target, PFS_MSG_CHUNK_FALLOCATE,
+                encode(pfs_x_chunk_falloc, pfs_chunk_falloc{chunk_ref(file, target), mode, r.offset, r.length}));
+            if (!body) co_return body.error();
+            co_return Unit{};
+        });
+    }
+    co_return first_error(co_await gather(std::move(tasks)));
+}
+
+awaitable<Result<std::optional<uint64_t>>> StripedIo::seek(const StripeLayout& layout, const pfs_entry_id& file,
+                                                           uint8_t what, uint64_t offset) {
+    if (auto st = check_layout(layout); !st) co_return st.error();
+    const auto n = static_cast<uint32_t>(layout.targets.size());
+    std::vector<Task<std::optional<uint64_t>>> tasks;
+    for (uint32_t i = 0; i < n; ++i) {
+        tasks.push_back([this, &layout, &file, what, offset, n, i]() -> awaitable<Result<std::optional<uint64_t>>> {
+            const uint32_t target = layout.targets[i];
+            const uint64_t from = pfs_stripe_target_from(layout.chunk_size, n, i, offset);
+            auto body = co_await cluster_.call_target_ok(
+                target, PFS_MSG_CHUNK_SEEK, encode(pfs_x_chunk_seek, pfs_chunk_seek{chunk_ref(file, target), from, what}));
+            if (!body) co_return body.error();
+            auto r = decode(*body, pfs_x_chunk_seek_reply);
+            if (!r) co_return r.error();
+            if (!r->found) co_return std::optional<uint64_t>{};
+            if (r->offset < from) co_return Error{PFS_E_PROTO, "storage target sought backwards"};
+            co_return std::optional<uint64_t>(pfs_stripe_file_offset(layout.chunk_size, n, i, r->offset));
+        });
+    }
+    std::optional<uint64_t> first;
+    auto answers = co_await gather(std::move(tasks));
+    for (auto& r : answers) {
+        if (!r) co_return r.error();
+        if (*r && (!first || **r < *first)) first = *r;
+    }
+    co_return first;
+}
+
+awaitable<Result<uint64_t>> StripedIo::allocated(const StripeLayout& layout, const pfs_entry_id& file) {
+    if (auto st = check_layout(layout); !st) co_return st.error();
+    std::vector<Task<uint64_t>> tasks;
+    for (uint32_t target : layout.targets) {
+        tasks.push_back([this, &file, target]() -> awaitable<Result<uint64_t>> {
+            auto body = co_await cluster_.call_target_ok(target, PFS_MSG_CHUNK_STAT,
+                                                         encode(pfs_x_chunk_ref, chunk_ref(file, target)));
+            if (!body) co_return body.error();
+            auto st = decode(*body, pfs_x_chunk_stat);
+            if (!st) co_return st.error();
+            co_return st->allocated;
+        });
+    }
+    uint64_t total = 0;
+    auto stats = co_await gather(std::move(tasks));
+    for (auto& r : stats) {
+        if (!r) co_return r.error();
+        total += *r;
+    }
+    co_return total;
+}
+
 }  // namespace pfs::client

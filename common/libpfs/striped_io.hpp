@@ -44,6 +44,17 @@ public:
     // -EIO when a write recorded in verifiers may have been lost.
     awaitable<Status> sync(const StripeLayout& layout, const pfs_entry_id& file, WriteVerifiers* verifiers = nullptr);
     awaitable<Status> unlink(const StripeLayout& layout, const pfs_entry_id& file);
+    // fallocate(2) of the file range [offset, offset + length): the same
+    // mode on the part of it each chunk file holds (CHUNK_FALLOCATE).
+    awaitable<Status> fallocate(const StripeLayout& layout, const pfs_entry_id& file, uint32_t mode,
+                                uint64_t offset, uint64_t length);
+    // The first file offset at or after offset where data (PFS_SEEK_DATA)
+    // or a hole (PFS_SEEK_HOLE) begins, from every target's chunk file;
+    // nullopt: no data there. The caller clamps to the file size.
+    awaitable<Result<std::optional<uint64_t>>> seek(const StripeLayout& layout, const pfs_entry_id& file,
+                                                    uint8_t what, uint64_t offset);
+    // Bytes the chunk files take on the targets' disks (st_blocks * 512).
+    awaitable<Result<uint64_t>> allocated(const StripeLayout& layout, const pfs_entry_id& file);
 
 private:
     // The same request to every target of the layout.

@@ -16,7 +16,9 @@
 #include "pfs_stripe.h"
 
 #define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
-#define PFS_PROTO_VERSION	2
+/* 3: pfs_attr carries rdev and btime; MKNOD; special-file DT_ types;
+ * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy */
+#define PFS_PROTO_VERSION	3
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -148,6 +150,9 @@ enum pfs_role {
 	X(ENTRY_DROP, 234, PFS_SENT_BY_SERVER)				\
 	X(INVALIDATE_ALL, 235, PFS_SENT_BY_NONE) /* notify */		\
 	X(CLOSE_MANY, 236, PFS_SENT_BY_ANY)	/* pfs_close_many */	\
+	X(FALLOCATE, 237, PFS_SENT_BY_ANY)	/* pfs_fallocate -> attr */ \
+	X(GET_LAYOUT, 238, PFS_SENT_BY_ANY)	/* entry_id -> layout */ \
+	X(MKNOD, 239, PFS_SENT_BY_ANY)		/* pfs_mknod -> attr */	\
 	/* storage: chunk files, one per file per target */		\
 	X(CHUNK_WRITE, 300, PFS_SENT_BY_ANY)	/* chunk_io + data */	\
 	X(CHUNK_READ, 301, PFS_SENT_BY_ANY)	/* chunk_io -> data */	\
@@ -156,7 +161,10 @@ enum pfs_role {
 	X(CHUNK_UNLINK, 304, PFS_SENT_BY_ADMIN)	/* pfs_chunk_ref */	\
 	X(CHUNK_STAT, 305, PFS_SENT_BY_ANY)	/* -> pfs_chunk_stat */	\
 	X(CHUNK_LIST, 306, PFS_SENT_BY_ADMIN)	/* -> page + entries */	\
-	X(CHUNK_UNLINK_MANY, 307, PFS_SENT_BY_ADMIN)
+	X(CHUNK_UNLINK_MANY, 307, PFS_SENT_BY_ADMIN)			\
+	X(CHUNK_FALLOCATE, 308, PFS_SENT_BY_ADMIN) /* from FALLOCATE */ \
+	X(CHUNK_SEEK, 309, PFS_SENT_BY_ANY)	/* -> pfs_chunk_seek_reply */ \
+	X(CHUNK_COPY, 310, PFS_SENT_BY_ANY)	/* -> chunk_written */
 
 enum pfs_msg_type {
 #define PFS_MSG_ENUM(name, number, sent_by) PFS_MSG_##name = number,
@@ -197,6 +205,13 @@ enum pfs_msg_type {
  * CLOSE_MANY closes several entries of this server, as pfs.ko gathers the
  * closes of a few milliseconds. Every one is closed; the reply carries the
  * first error.
+ *
+ * FALLOCATE (fallocate(2) of a file) is checked like a write (W_OK) by the
+ * file's metadata server, which applies it to every chunk file the range
+ * touches (CHUNK_FALLOCATE, a server's message, like CHUNK_TRUNCATE) and
+ * then, without PFS_FALLOC_KEEP_SIZE, raises the size to the range's end.
+ * GET_LAYOUT answers a file's layout without opening it (st_blocks and
+ * SEEK_DATA of a file not opened yet).
  */
 
 /* Mask of the roles that may send type as a request; 0 for none. */
@@ -234,7 +249,12 @@ struct pfs_header {
 	__u32 uid;
 	__u32 gid;
 	__u64 client_id;	/* 0 when the sender is not a registered client */
-	__u64 client_seq;	/* per-client sequence of mutating requests */
+	/*
+	 * Requests: per-client sequence of mutating requests. A metadata
+	 * server's reply: the epoch of the client's session there (0: none),
+	 * which changes when the session is lost (expired, server restarted).
+	 */
+	__u64 client_seq;
 };
 
 /* Writes exactly PFS_HEADER_SIZE bytes. */
@@ -487,7 +507,11 @@ struct pfs_timespec {
 	__u32 nsec;		/* < 1e9 */
 };
 
-/* What stat(2) reports; mode carries the S_IFMT type bits. */
+/*
+ * What stat(2) reports; mode carries the S_IFMT type bits. rdev: a device
+ * file's number as Linux's new_encode_dev() packs it (0 for other types);
+ * btime: when the inode was created (statx's STATX_BTIME).
+ */
 struct pfs_attr {
 	struct pfs_entry_id id;
 	__u32 mode;
@@ -498,6 +522,8 @@ struct pfs_attr {
 	struct pfs_timespec atime;
 	struct pfs_timespec mtime;
 	struct pfs_timespec ctime;
+	__u32 rdev;
+	struct pfs_timespec btime;
 };
 
 /* A file's stripe layout: chunk size and its targets in stripe order. */
@@ -531,8 +557,13 @@ enum pfs_create_flags {
 	/* with OPEN, how an existing file is opened (neither: read) */
 	PFS_CREATE_READ = 1u << 2,
 	PFS_CREATE_WRITE = 1u << 3,
+	/*
+	 * O_TMPFILE: a file no entry names (nlink 0, name empty), opened
+	 * (with OPEN): freed at its last close unless LINK names it first.
+	 */
+	PFS_CREATE_TMPFILE = 1u << 4,
 };
-#define PFS_CREATE_KNOWN 0xfu
+#define PFS_CREATE_KNOWN 0x1fu
 
 struct pfs_create {
 	struct pfs_entry_id dir;
@@ -540,6 +571,65 @@ struct pfs_create {
 	__u32 mode;		/* permission bits */
 	__u32 flags;		/* enum pfs_create_flags */
 };
+
+/*
+ * MKNOD: a FIFO, socket, character or block device. The file's contents
+ * are never the servers': clients do their I/O locally (a FIFO's pipe, a
+ * socket's endpoint, a device's driver); the server keeps the inode.
+ */
+struct pfs_mknod {
+	struct pfs_entry_id dir;
+	char name[PFS_NAME_MAX];
+	__u32 mode;		/* S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK | perms */
+	__u32 rdev;		/* devices: new_encode_dev(); others 0 */
+};
+
+/* The S_IFMT values (the same on every Linux architecture). */
+#define PFS_S_IFMT	0170000u
+#define PFS_S_IFSOCK	0140000u
+#define PFS_S_IFLNK	0120000u
+#define PFS_S_IFREG	0100000u
+#define PFS_S_IFBLK	0060000u
+#define PFS_S_IFDIR	0040000u
+#define PFS_S_IFCHR	0020000u
+#define PFS_S_IFIFO	0010000u
+
+/* Device numbers as Linux's new_encode_dev() packs them (12:20 bits). */
+static inline __u32 pfs_encode_dev(__u32 major, __u32 minor)
+{
+	return (minor & 0xff) | (major << 8) | ((minor & ~0xffu) << 12);
+}
+
+static inline __u32 pfs_dev_major(__u32 rdev)
+{
+	return (rdev & 0xfff00) >> 8;
+}
+
+static inline __u32 pfs_dev_minor(__u32 rdev)
+{
+	return (rdev & 0xff) | ((rdev >> 12) & 0xfff00);
+}
+
+/* A mode MKNOD takes: a special type and permission bits only. */
+static inline int pfs_mknod_mode_valid(__u32 mode)
+{
+	__u32 type = mode & PFS_S_IFMT;
+
+	if (mode & ~(PFS_S_IFMT | 07777u))
+		return 0;
+	return type == PFS_S_IFIFO || type == PFS_S_IFSOCK ||
+	       type == PFS_S_IFCHR || type == PFS_S_IFBLK;
+}
+
+/* DT_* as readdir reports them (d_type: the S_IFMT bits >> 12). */
+static inline int pfs_dtype_valid(__u8 type)
+{
+	switch (type) {
+	case 1: case 2: case 4: case 6: case 8: case 10: case 12:
+		return 1;	/* FIFO CHR DIR BLK REG LNK SOCK */
+	}
+	return 0;
+}
 
 struct pfs_symlink {
 	struct pfs_entry_id dir;
@@ -614,7 +704,7 @@ struct pfs_dir_page {
 struct pfs_dirent {
 	struct pfs_entry_id id;
 	__u64 cookie;		/* resume after this entry */
-	__u8 type;		/* DT_* */
+	__u8 type;		/* DT_*; readers check pfs_dtype_valid() */
 	char name[PFS_NAME_MAX];
 };
 
@@ -704,7 +794,7 @@ struct pfs_remote_link {
 	struct pfs_entry_id dir;
 	char name[PFS_NAME_MAX];
 	struct pfs_entry_id id;
-	__u8 type;		/* DT_REG, DT_DIR or DT_LNK */
+	__u8 type;		/* DT_*, pfs_dtype_valid() */
 	__u32 flags;		/* PFS_REMOTE_LINK_* */
 };
 
@@ -913,6 +1003,82 @@ struct pfs_chunk_entry {
 };
 
 /*
+ * fallocate(2) modes, with Linux's values. PUNCH_HOLE needs KEEP_SIZE and
+ * excludes ZERO_RANGE; other Linux modes (COLLAPSE_RANGE, INSERT_RANGE,
+ * UNSHARE_RANGE) are not spoken.
+ */
+enum pfs_falloc_mode {
+	PFS_FALLOC_KEEP_SIZE = 0x01,
+	PFS_FALLOC_PUNCH_HOLE = 0x02,
+	PFS_FALLOC_ZERO_RANGE = 0x10,
+};
+#define PFS_FALLOC_KNOWN 0x13u
+
+/* 0 when mode is a combination PFS serves, -EOPNOTSUPP or -EINVAL. */
+static inline int pfs_falloc_mode_check(__u32 mode)
+{
+	if (mode & ~PFS_FALLOC_KNOWN)
+		return -EOPNOTSUPP;
+	if ((mode & PFS_FALLOC_PUNCH_HOLE) &&
+	    (!(mode & PFS_FALLOC_KEEP_SIZE) || (mode & PFS_FALLOC_ZERO_RANGE)))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* FALLOCATE: length >= 1, offset + length <= PFS_MAX_FILE_OFFSET. */
+struct pfs_fallocate {
+	struct pfs_entry_id id;
+	__u32 mode;		/* enum pfs_falloc_mode */
+	__u64 offset;
+	__u64 length;
+};
+
+/* CHUNK_FALLOCATE: the same on one chunk file, in its own offsets. */
+struct pfs_chunk_falloc {
+	struct pfs_chunk_ref chunk;
+	__u32 mode;		/* enum pfs_falloc_mode */
+	__u64 offset;
+	__u64 length;
+};
+
+enum pfs_seek_what {
+	PFS_SEEK_DATA = 3,	/* Linux's SEEK_DATA */
+	PFS_SEEK_HOLE = 4,	/* Linux's SEEK_HOLE */
+};
+
+/*
+ * CHUNK_SEEK: lseek(SEEK_DATA or SEEK_HOLE) on a chunk file from offset.
+ * The reply's found is 0 when there is no data at or after offset (DATA),
+ * and a missing chunk or one that ends before offset is a hole (HOLE
+ * answers offset itself).
+ */
+struct pfs_chunk_seek {
+	struct pfs_chunk_ref chunk;
+	__u64 offset;
+	__u8 what;		/* enum pfs_seek_what */
+};
+
+struct pfs_chunk_seek_reply {
+	__u8 found;
+	__u64 offset;
+};
+
+/*
+ * CHUNK_COPY: length bytes of src's chunk file at src_offset to the chunk
+ * file of dst on the same target at dst_offset, copied by the storage
+ * server (copy_file_range, a reflink where its file system can). Bytes
+ * past the source chunk's end are holes, and the copy makes them holes in
+ * the destination too. Answered like a CHUNK_WRITE (pfs_chunk_written).
+ */
+struct pfs_chunk_copy {
+	struct pfs_chunk_ref src;
+	struct pfs_entry_id dst;
+	__u64 src_offset;
+	__u64 dst_offset;
+	__u32 length;		/* 1..PFS_MAX_IO */
+};
+
+/*
  * One function per body: encodes, decodes or sizes according to x->op.
  * Decoding also validates enumerations and ranges.
  */
@@ -952,6 +1118,7 @@ int pfs_x_pattern(struct pfs_xdr *x, struct pfs_pattern *m);
 int pfs_x_set_pattern(struct pfs_xdr *x, struct pfs_set_pattern *m);
 int pfs_x_name_req(struct pfs_xdr *x, struct pfs_name_req *m);
 int pfs_x_create(struct pfs_xdr *x, struct pfs_create *m);
+int pfs_x_mknod(struct pfs_xdr *x, struct pfs_mknod *m);
 int pfs_x_symlink(struct pfs_xdr *x, struct pfs_symlink *m);
 int pfs_x_path(struct pfs_xdr *x, struct pfs_path *m);
 int pfs_x_link(struct pfs_xdr *x, struct pfs_link *m);
@@ -989,6 +1156,11 @@ int pfs_x_chunk_unlink_many(struct pfs_xdr *x,
 			    struct pfs_chunk_unlink_many *m);
 int pfs_x_chunk_page(struct pfs_xdr *x, struct pfs_chunk_page *m);
 int pfs_x_chunk_entry(struct pfs_xdr *x, struct pfs_chunk_entry *m);
+int pfs_x_fallocate(struct pfs_xdr *x, struct pfs_fallocate *m);
+int pfs_x_chunk_falloc(struct pfs_xdr *x, struct pfs_chunk_falloc *m);
+int pfs_x_chunk_seek(struct pfs_xdr *x, struct pfs_chunk_seek *m);
+int pfs_x_chunk_seek_reply(struct pfs_xdr *x, struct pfs_chunk_seek_reply *m);
+int pfs_x_chunk_copy(struct pfs_xdr *x, struct pfs_chunk_copy *m);
 
 /* Smallest encodings, for pfs_x_count's min_elem_size. */
 #define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32)

@@ -66,4 +66,41 @@ static inline __u64 pfs_stripe_target_size(__u32 chunk_size,
 	return end.chunk_file_offset - end.offset_in_chunk;
 }
 
+/*
+ * The first offset of target_index's chunk file that holds a byte of the
+ * file at or after file_offset. Each target's chunk file maps its bytes
+ * to file offsets in order, so the bytes of a file range
+ * [start, end) on one target are the chunk file's range
+ * [pfs_stripe_target_from(start), pfs_stripe_target_from(end)).
+ */
+static inline __u64 pfs_stripe_target_from(__u32 chunk_size,
+					   __u32 num_targets,
+					   __u32 target_index,
+					   __u64 file_offset)
+{
+	struct pfs_stripe_pos pos;
+	__u64 round_start;
+
+	pfs_stripe_locate(chunk_size, num_targets, file_offset, &pos);
+	round_start = pos.chunk_file_offset - pos.offset_in_chunk;
+	if (target_index == pos.target_index)
+		return pos.chunk_file_offset;
+	if (target_index > pos.target_index)
+		return round_start;
+	return round_start + chunk_size;
+}
+
+/* The file offset of byte chunk_offset of target_index's chunk file. */
+static inline __u64 pfs_stripe_file_offset(__u32 chunk_size,
+					   __u32 num_targets,
+					   __u32 target_index,
+					   __u64 chunk_offset)
+{
+	__u32 shift = (__u32)__builtin_ctz(chunk_size);
+	__u64 round = chunk_offset >> shift;
+
+	return ((round * num_targets + target_index) << shift) +
+	       (chunk_offset & (chunk_size - 1));
+}
+
 #endif /* PFS_STRIPE_H */

@@ -229,7 +229,9 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	pfs_conn_get(c);
 	rpc->conn = c;
 	rpc->request_id = id;
-	rpc->deadline = jiffies + msecs_to_jiffies(c->net->cfg.timeout_ms);
+	if (!rpc->timeout_ms)
+		rpc->timeout_ms = c->net->cfg.timeout_ms;
+	rpc->deadline = jiffies + msecs_to_jiffies(rpc->timeout_ms);
 
 	/* Metadata servers check permissions: they get our groups too. */
 	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
@@ -298,7 +300,7 @@ int pfs_rpc_wait(struct pfs_rpc *rpc)
 				pr_warn_ratelimited("%s: %s timed out after %u ms\n",
 						    c->peer,
 						    pfs_msg_name(rpc->type),
-						    c->net->cfg.timeout_ms);
+						    rpc->timeout_ms);
 		} else {
 			pfs_rpc_wait_taken(c, rpc);
 		}
@@ -320,6 +322,7 @@ void pfs_rpc_release(struct pfs_rpc *rpc)
 	rpc->reply = NULL;
 	rpc->reply_len = 0;
 	rpc->data_len = 0;
+	rpc->session_epoch = 0;
 }
 
 /* ---- the receiving side ---- */
@@ -486,6 +489,9 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 	/* Nothing of a reply is used before its MAC is checked. */
 	if (!err)
 		err = pfs_conn_rx_tag(c);
+	/* Replies of metadata servers carry our session's epoch there. */
+	if (!err && !res)
+		rpc->session_epoch = h->client_seq;
 	pfs_rpc_finish(rpc, err ? -EIO : res);
 	return err;
 }

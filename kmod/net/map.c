@@ -467,3 +467,36 @@ int pfs_net_root_meta(struct pfs_net *net, u32 *node_id)
 	pfs_node_put(node);
 	return 0;
 }
+
+int pfs_net_meta_ids(struct pfs_net *net, u32 **ids)
+{
+	u32 *out = NULL;
+	u32 n = 0, have = 0, i;
+
+	for (;;) {
+		spin_lock(&net->map_lock);
+		n = 0;
+		for (i = 0; net->map && i < net->map->nnodes; i++) {
+			if (net->map->nodes[i]->type != PFS_NODE_META)
+				continue;
+			if (n < have)
+				out[n] = net->map->nodes[i]->id;
+			n++;
+		}
+		spin_unlock(&net->map_lock);
+		if (n <= have)
+			break;
+		/* The map grew (or this is the first look): room, again. */
+		kfree(out);
+		have = n;
+		out = kmalloc_array(have, sizeof(*out), GFP_NOFS);
+		if (!out)
+			return -ENOMEM;
+	}
+	if (!n) {
+		kfree(out);
+		out = NULL;
+	}
+	*ids = out;
+	return n;
+}

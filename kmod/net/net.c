@@ -30,6 +30,28 @@ void pfs_net_put(struct pfs_net *net)
 	kref_put(&net->ref, pfs_net_release);
 }
 
+bool pfs_net_transient(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -EIO:		/* a lost connection (or a server's EIO) */
+	case -ENOMEM:
+	case -ENOBUFS:
+	case -EAGAIN:
+	case -ENODEV:		/* a target the map does not know (yet) */
+	case -ENOTCONN:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -EPIPE:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int pfs_net_check(struct pfs_net *net)
 {
 	if (test_bit(PFS_NET_ABORTED, &net->flags))

@@ -66,6 +66,11 @@ int pfs_net_check(struct pfs_net *net);
 /* Metadata node that owns the root directory (the first one registered). */
 int pfs_net_root_meta(struct pfs_net *net, u32 *node_id);
 /*
+ * The ids of the metadata nodes in the map, in a new kmalloc'ed array
+ * (*ids; kfree it): their number, 0 with none (*ids NULL), or -ENOMEM.
+ */
+int pfs_net_meta_ids(struct pfs_net *net, u32 **ids);
+/*
  * A server by metadata node id, or the storage node that serves a target.
  * Unknown ids refresh the map once before failing with -ENODEV. The
  * returned node is referenced: drop it with pfs_node_put.
@@ -93,12 +98,18 @@ struct pfs_rpc {
 					 * fills it */
 	u32 reply_max;			/* largest reply accepted; 0: any
 					 * frame up to PFS_MAX_PAYLOAD */
+	u32 timeout_ms;			/* 0: the mount's timeout */
 	/* out */
 	int status;			/* the server's status as -errno */
 	void *reply;			/* reply body after the status
 					 * (kvmalloc'ed, NULL when empty) */
 	u32 reply_len;
 	u32 data_len;			/* bytes placed in reply_data */
+	/*
+	 * a metadata server's reply: the epoch of our session there
+	 * (header.client_seq), whatever the status; 0: none
+	 */
+	u64 session_epoch;
 
 	/* transport-private */
 	struct completion done;
@@ -127,6 +138,13 @@ int pfs_rpc_wait(struct pfs_rpc *rpc);
 int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
 /* Frees the reply; rpc may be reused after it. */
 void pfs_rpc_release(struct pfs_rpc *rpc);
+
+/*
+ * A failure of the network or of a server that may pass (a timeout, a lost
+ * or refused connection, no memory, a target the map does not know yet):
+ * worth trying again, unlike an answer the server gave.
+ */
+bool pfs_net_transient(int err);
 
 /*
  * net/auth.c. The client key from an auth file's content: the cluster

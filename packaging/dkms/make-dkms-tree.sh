@@ -11,7 +11,7 @@
 #   packaging/dkms/make-dkms-tree.sh [--src REPO] [--version VER] DEST
 #
 # REPO: the checkout to take the sources from (default: this script's).
-# VER: default the project version in REPO/CMakeLists.txt. DEST must not
+# VER: default REPO/VERSION (written to DEST/VERSION for kbuild). DEST must not
 # exist or be empty. Then, as root: dkms add DEST && dkms build pfs/VER
 # (or by hand: make -C /lib/modules/$(uname -r)/build M=DEST modules).
 set -euo pipefail
@@ -41,8 +41,8 @@ conf=$src/packaging/dkms.conf
 [ -f "$conf" ] || die "no dkms.conf"
 
 if [ -z "$version" ]; then
-  version=$(sed -n 's/^project(pfs VERSION \([0-9][0-9.]*\).*/\1/p' "$src/CMakeLists.txt" 2>/dev/null)
-  [ -n "$version" ] || die "cannot read the version from $src/CMakeLists.txt: give --version"
+  version=$(head -n 1 "$src/VERSION" 2>/dev/null || true)
+  [ -n "$version" ] || die "cannot read the version from $src/VERSION: give --version"
 fi
 case $version in
   *[!A-Za-z0-9.+~-]*|'') die "bad version '$version'" ;;
@@ -68,6 +68,7 @@ copy_sources "$src/kmod" "$dest"
 mkdir -p "$dest/proto"
 cp "$src"/common/proto/*.[ch] "$dest/proto/"
 [ -f "$dest/proto/pfs_proto.h" ] || die "no protocol headers copied"
+echo "$version" > "$dest/VERSION"
 sed "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$version\"/" "$conf" > "$dest/dkms.conf"
 grep -q "^PACKAGE_VERSION=\"$version\"$" "$dest/dkms.conf" || die "$conf has no PACKAGE_VERSION line"
 echo "$dest"

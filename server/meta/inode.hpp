@@ -65,6 +65,8 @@ struct Attr {
     uint32_t nlink = 0;
     uint64_t size = 0;  // directories: number of entries; symlinks: target length
     Timespec atime{}, mtime{}, ctime{};
+    uint32_t rdev = 0;  // device files: new_encode_dev() of the number
+    Timespec btime{};   // creation, never changed (statx's STATX_BTIME)
 };
 
 using Xattrs = std::map<std::string, std::string, std::less<>>;
@@ -99,11 +101,18 @@ struct SymlinkBody {
     std::string target;
 };
 
+// A FIFO, socket or device (the type in attr.mode, a device's number in
+// attr.rdev): the servers keep the inode, clients do its I/O locally.
+struct SpecialBody {};
+
 struct Inode {
     Attr attr;
     Xattrs xattrs;
-    std::variant<FileBody, DirBody, SymlinkBody> body;
+    std::variant<FileBody, DirBody, SymlinkBody, SpecialBody> body;
     uint32_t opens = 0;  // open handles; not persisted (sessions reopen)
+    // An O_TMPFILE inode no entry has named yet: LINK may give it its
+    // first name (recovery frees it with the other orphans).
+    bool linkable = false;
     // Set: named by an entry on another server (a directory's parent is then
     // unused, a file has that one link), or moving there or back.
     std::optional<RemoteParent> remote;
@@ -111,15 +120,16 @@ struct Inode {
     bool is_file() const { return std::holds_alternative<FileBody>(body); }
     bool is_dir() const { return std::holds_alternative<DirBody>(body); }
     bool is_symlink() const { return std::holds_alternative<SymlinkBody>(body); }
+    bool is_special() const { return std::holds_alternative<SpecialBody>(body); }
     DirBody& dir() { return std::get<DirBody>(body); }
     const DirBody& dir() const { return std::get<DirBody>(body); }
     // A directory being removed takes no new entries.
     bool accepts_entries() const { return !remote || remote->state != PFS_DETACHED_REMOVING; }
-    // DT_REG, DT_DIR or DT_LNK, as readdir reports it.
+    // DT_*, as readdir reports it.
     uint8_t dtype() const;
 };
 
-// Regular files, directories and symlinks only; anything else is invalid.
+// The DT_ type of an S_IFMT type; DT_UNKNOWN for no valid type.
 uint8_t dtype_of_mode(uint32_t mode);
 // The S_IFMT bits of a DT_ type (S_IFREG for anything unknown).
 uint32_t mode_of_dtype(uint8_t type);

@@ -26,19 +26,20 @@ uint8_t dtype_of_mode(uint32_t mode) {
         case S_IFREG: return DT_REG;
         case S_IFDIR: return DT_DIR;
         case S_IFLNK: return DT_LNK;
+        case S_IFIFO: return DT_FIFO;
+        case S_IFSOCK: return DT_SOCK;
+        case S_IFCHR: return DT_CHR;
+        case S_IFBLK: return DT_BLK;
     }
     return DT_UNKNOWN;
 }
 
 uint32_t mode_of_dtype(uint8_t type) {
-    switch (type) {
-        case DT_DIR: return S_IFDIR;
-        case DT_LNK: return S_IFLNK;
-    }
-    return S_IFREG;
+    uint32_t mode = DTTOIF(type);
+    return pfs_dtype_valid(type) ? mode : S_IFREG;
 }
 
-uint8_t Inode::dtype() const { return is_dir() ? DT_DIR : is_symlink() ? DT_LNK : DT_REG; }
+uint8_t Inode::dtype() const { return dtype_of_mode(attr.mode); }
 
 Namespace::Namespace(uint32_t owner_node, Timespec now) : owner_(owner_node) {
     Inode root;
@@ -47,7 +48,8 @@ Namespace::Namespace(uint32_t owner_node, Timespec now) : owner_(owner_node) {
                      .nlink = 2,
                      .atime = now,
                      .mtime = now,
-                     .ctime = now};
+                     .ctime = now,
+                     .btime = now};
     root.body = DirBody{};
     count(root, +1);
     inodes_.emplace(kRootIno, std::move(root));
@@ -278,6 +280,26 @@ Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name
     return Created{done->attr, true};
 }
 
+Result<Attr> Namespace::tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now,
+                               const ChooseTargets& choose) {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    const Inode& parent = **d;
+    const StripePattern& pattern = parent.dir().pattern;
+    auto targets = choose(pattern);
+    if (!targets) return targets.error();
+    TmpfileOp op{.dir = dir,
+                 .id = next_id(),
+                 .mode = mode & 07777,
+                 .uid = uid,
+                 .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
+                 .layout = {pattern.chunk_size, pattern.pool_id, std::move(*targets)},
+                 .now = now};
+    auto done = apply(op);
+    if (!done) return done.error();
+    return done->attr;
+}
+
 Result<Namespace::NewDir> Namespace::plan_dir(const pfs_entry_id& dir, std::string_view name, uint32_t mode,
                                               uint32_t uid, uint32_t gid) const {
     auto d = find_dir(dir);
@@ -321,6 +343,24 @@ Result<Attr> Namespace::symlink(const pfs_entry_id& dir, std::string_view name, 
                  .uid = uid,
                  .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
                  .now = now};
+    auto done = apply(op);
+    if (!done) return done.error();
+    return done->attr;
+}
+
+Result<Attr> Namespace::mknod(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t rdev,
+                              uint32_t uid, uint32_t gid, Timespec now) {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    const Inode& parent = **d;
+    MknodOp op{.parent = dir,
+               .name = std::string(name),
+               .id = next_id(),
+               .mode = mode,
+               .rdev = rdev,
+               .uid = uid,
+               .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
+               .now = now};
     auto done = apply(op);
     if (!done) return done.error();
     return done->attr;
@@ -421,6 +461,7 @@ Inode& Namespace::add_inode(Inode& parent, std::string_view name, Attr attr, dec
     uint64_t ino = attr.id.ino;
     Inode& node = inodes_[ino];
     node.attr = attr;
+    node.attr.btime = attr.ctime;
     node.body = std::move(body);
     parent.dir().entries->insert(name, attr.id, node.dtype());
     parent.attr.mtime = parent.attr.ctime = attr.ctime;
@@ -469,7 +510,10 @@ Result<Outcome> Namespace::run(const ReapedOp& op) {
 void Namespace::count(const Inode& node, int delta) {
     auto add = [delta](uint64_t& n) { n += static_cast<uint64_t>(static_cast<int64_t>(delta)); };
     add(counts_.inodes);
-    add(node.is_dir() ? counts_.directories : node.is_file() ? counts_.files : counts_.symlinks);
+    add(node.is_dir()    ? counts_.directories
+        : node.is_file() ? counts_.files
+        : node.is_symlink() ? counts_.symlinks
+                            : counts_.specials);
 }
 
 }  // namespace pfs::meta

@@ -72,6 +72,7 @@ struct Counts {
     uint64_t directories = 0;
     uint64_t files = 0;
     uint64_t symlinks = 0;
+    uint64_t specials = 0;  // FIFOs, sockets, devices
     uint64_t orphans = 0;
 };
 
@@ -140,6 +141,11 @@ public:
     // is returned instead of EEXIST (O_CREAT without O_EXCL).
     Result<Created> create(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
                            uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive = true);
+    // O_TMPFILE: a file at nlink 0 that no entry names, striped by dir's
+    // pattern; the caller opens it at once (it is freed at its last close
+    // unless link() names it first).
+    Result<Attr> tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now,
+                         const ChooseTargets& choose);
     Result<Attr> mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
                        uint32_t gid, Timespec now);
     // What mkdir would give a new directory (set-group-ID inheritance, the
@@ -155,6 +161,9 @@ public:
                             uint32_t gid) const;
     Result<Attr> symlink(const pfs_entry_id& dir, std::string_view name, std::string_view target,
                          uint32_t uid, uint32_t gid, Timespec now);
+    // A FIFO, socket or device: mode carries the type (pfs_mknod_mode_valid).
+    Result<Attr> mknod(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t rdev,
+                       uint32_t uid, uint32_t gid, Timespec now);
     Result<Attr> link(const pfs_entry_id& id, const pfs_entry_id& dir, std::string_view name, Timespec now);
     Result<Outcome> unlink(const pfs_entry_id& dir, std::string_view name, Timespec now);
     Result<Outcome> rmdir(const pfs_entry_id& dir, std::string_view name, Timespec now);
@@ -269,6 +278,8 @@ private:
     Result<Outcome> run(const DropEntryOp& op);
     Result<Outcome> run(const DetachedUnlinkOp& op);
     Result<Outcome> run(const ReapedOp& op);
+    Result<Outcome> run(const MknodOp& op);
+    Result<Outcome> run(const TmpfileOp& op);
 
     // Shared by create, mkdir and symlink once the op is validated.
     Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);

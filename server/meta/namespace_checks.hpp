@@ -44,7 +44,8 @@ inline Attr new_dir_attr(const pfs_entry_id& id, uint32_t mode, uint32_t uid, ui
                 .nlink = 2,
                 .atime = now,
                 .mtime = now,
-                .ctime = now};
+                .ctime = now,
+                .btime = now};
 }
 
 inline Status check_time(const Timespec& t) {

@@ -166,6 +166,27 @@ void xfer_op(pfs_xdr* x, ReapedOp& o) {
     for (auto& id : o.ids) xfer(x, id);
 }
 
+void xfer_op(pfs_xdr* x, MknodOp& o) {
+    xfer(x, o.parent);
+    xfer_str(x, o.name, kNameMax);
+    xfer(x, o.id);
+    xfer(x, o.mode);
+    xfer(x, o.rdev);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, TmpfileOp& o) {
+    xfer(x, o.dir);
+    xfer(x, o.id);
+    xfer(x, o.mode);
+    xfer(x, o.uid);
+    xfer(x, o.gid);
+    xfer(x, o.layout);
+    xfer(x, o.now);
+}
+
 template <size_t... I>
 Op op_of_index(size_t index, std::index_sequence<I...>) {
     Op op;

@@ -75,6 +75,52 @@ Result<Outcome> Namespace::run(const SymlinkOp& op) {
     return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, SymlinkBody{op.target}))};
 }
 
+Result<Outcome> Namespace::run(const MknodOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto parent = find_dir(op.parent);
+    if (!parent) return parent.error();
+    if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
+    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (!pfs_mknod_mode_valid(op.mode)) return fail(-EINVAL, "invalid special file mode");
+    bool device = S_ISCHR(op.mode) || S_ISBLK(op.mode);
+    Attr a{.id = op.id,
+           .mode = op.mode,
+           .uid = op.uid,
+           .gid = op.gid,
+           .nlink = 1,
+           .atime = op.now,
+           .mtime = op.now,
+           .ctime = op.now,
+           .rdev = device ? op.rdev : 0};
+    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, SpecialBody{}))};
+}
+
+Result<Outcome> Namespace::run(const TmpfileOp& op) {
+    if (auto st = check_time(op.now); !st) return st.error();
+    auto dir = find_dir(op.dir);
+    if (!dir) return dir.error();
+    if (!(*dir)->accepts_entries()) return fail(-ENOENT, "the directory is being removed");
+    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (op.mode & ~07777u) return fail(-EINVAL, "invalid file mode");
+    if (auto st = check_layout(op.layout); !st) return st.error();
+    Inode& node = inodes_[op.id.ino];
+    node.attr = Attr{.id = op.id,
+                     .mode = S_IFREG | op.mode,
+                     .uid = op.uid,
+                     .gid = op.gid,
+                     .nlink = 0,
+                     .atime = op.now,
+                     .mtime = op.now,
+                     .ctime = op.now,
+                     .btime = op.now};
+    node.body = FileBody{op.layout};
+    node.linkable = true;
+    next_ino_ = std::max<uint64_t>(next_ino_, op.id.ino + 1);
+    count(node, +1);
+    orphans_.insert(op.id.ino);
+    return Outcome{.attr = attr_of(node)};
+}
+
 Result<Outcome> Namespace::run(const LinkOp& op) {
     if (auto st = check_time(op.now); !st) return st.error();
     auto node = find(op.id);
@@ -85,9 +131,11 @@ Result<Outcome> Namespace::run(const LinkOp& op) {
     Inode& n = **node;
     if (n.is_dir()) return fail(-EPERM, "hard links to directories are not allowed");
     if (n.remote) return fail(-EXDEV, "the file's entry is on another metadata server");
-    if (n.attr.nlink == 0) return fail(-ENOENT, "the file has been unlinked");
+    if (n.attr.nlink == 0 && !n.linkable) return fail(-ENOENT, "the file has been unlinked");
     if (n.attr.nlink >= kLinkMax) return fail(-EMLINK, "too many links");
     (*parent)->dir().entries->insert(op.name, n.attr.id, n.dtype());
+    if (n.attr.nlink == 0) orphans_.erase(n.attr.id.ino);  // an O_TMPFILE's first name
+    n.linkable = false;
     touch_dir(**parent, op.now);
     ++n.attr.nlink;
     n.attr.ctime = op.now;

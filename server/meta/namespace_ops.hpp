@@ -202,11 +202,35 @@ struct ReapedOp {
     std::vector<pfs_entry_id> ids{};
 };
 
+// A FIFO, socket, character or block device.
+struct MknodOp {
+    pfs_entry_id parent{};
+    std::string name{};
+    pfs_entry_id id{};
+    uint32_t mode = 0;  // S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK | permission bits
+    uint32_t rdev = 0;  // devices: new_encode_dev(); others 0
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    Timespec now{};
+};
+
+// O_TMPFILE: a regular file no entry names, at nlink 0 (in dir's file
+// system, with dir's pattern); it lives while open, or once LINK names it.
+struct TmpfileOp {
+    pfs_entry_id dir{};
+    pfs_entry_id id{};
+    uint32_t mode = 0;  // permission bits
+    uint32_t uid = 0;
+    uint32_t gid = 0;
+    StripeLayout layout{};
+    Timespec now{};
+};
+
 // The encoding tags an op with its index here: append new kinds at the end.
 using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
                         SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp, DetachedMkdirOp, DetachedStateOp,
                         DetachedRmdirOp, RemoteEntryOp, MoveStateOp, MovedLinkOp, DropEntryOp, DetachedUnlinkOp,
-                        ReapedOp>;
+                        ReapedOp, MknodOp, TmpfileOp>;
 
 // Files in one ReapedOp at most.
 inline constexpr size_t kReapedMax = 4096;

@@ -251,7 +251,7 @@ Result<Outcome> Namespace::run(const MovedLinkOp& op) {
     if (auto st = check_name(op.name); !st) return st.error();
     if (is_dot(op.name)) return fail(-EBUSY, "cannot rename onto " + quoted(op.name));
     if (!p.accepts_entries()) return fail(-ENOENT, "the directory is being removed");
-    if (op.type != DT_DIR && op.type != DT_REG && op.type != DT_LNK) return fail(-EINVAL, "invalid entry type");
+    if (!pfs_dtype_valid(op.type)) return fail(-EINVAL, "invalid entry type");
     const bool is_dir = op.type == DT_DIR;
     Inode* moved = nullptr;  // an inode of this server coming back
     if (is_local(op.id)) {

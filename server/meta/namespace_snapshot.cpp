@@ -32,12 +32,15 @@ constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 // 3: every inode record says where its entry is when on another server, and
 //    whether it moves (RemoteParent with `from`).
 // 4: the files freed whose chunks may remain follow the inodes.
-constexpr uint32_t kSnapshotVersion = 4;
+// 5: inode records carry rdev, btime and whether LINK may name them (an
+//    O_TMPFILE's file); special files (FIFOs, sockets, devices) are a kind
+//    of their own.
+constexpr uint32_t kSnapshotVersion = 5;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
 
-enum Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3 };
+enum Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3, kSpecial = 4 };
 
 struct Header {
     uint32_t magic = kSnapshotMagic;
@@ -91,12 +94,13 @@ void xfer_remote_v2(pfs_xdr* x, std::optional<RemoteParent>& remote) {
 }
 
 void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
-    uint8_t kind = n.is_file() ? kFile : n.is_dir() ? kDir : kSymlink;
+    uint8_t kind = n.is_file() ? kFile : n.is_dir() ? kDir : n.is_symlink() ? kSymlink : kSpecial;
     xfer(x, kind);
     if (pfs_xdr_decoding(x) && !x->err) {
         if (kind == kFile) n.body = FileBody{};
         else if (kind == kDir) n.body = DirBody{};
         else if (kind == kSymlink) n.body = SymlinkBody{};
+        else if (kind == kSpecial && version >= 5) n.body = SpecialBody{};
         else return fail(x);
     }
     Attr& a = n.attr;
@@ -109,6 +113,13 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
     xfer(x, a.atime);
     xfer(x, a.mtime);
     xfer(x, a.ctime);
+    if (version >= 5) {
+        xfer(x, a.rdev);
+        xfer(x, a.btime);
+        xfer(x, n.linkable);
+    } else if (pfs_xdr_decoding(x)) {
+        a.btime = a.ctime;  // the best guess older snapshots allow
+    }
     xfer_xattrs(x, n.xattrs);
     if (auto* file = std::get_if<FileBody>(&n.body)) {
         xfer(x, file->layout);
@@ -118,8 +129,8 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
         xfer(x, dh.next_cookie);
         xfer(x, dh.entries);
         if (version == 2) xfer_remote_v2(x, n.remote);
-    } else {
-        xfer_str(x, std::get<SymlinkBody>(n.body).target, kSymlinkMax);
+    } else if (auto* link = std::get_if<SymlinkBody>(&n.body)) {
+        xfer_str(x, link->target, kSymlinkMax);
     }
     if (version >= 3) xfer(x, n.remote);
 }
@@ -206,8 +217,11 @@ Status check_inode(const Inode& n, const Header& h) {
     std::string which = "inode " + std::to_string(a.id.ino);
     if (a.id.ino == 0 || a.id.ino >= h.next_ino || a.id.owner_node != h.owner || a.id.generation == 0)
         return damaged(which + ": bad id");
-    if (dtype_of_mode(a.mode) != n.dtype() || (a.mode & ~(S_IFMT | 07777u)))
-        return damaged(which + ": bad mode");
+    bool kind_ok = n.is_file() ? S_ISREG(a.mode)
+                   : n.is_dir() ? S_ISDIR(a.mode)
+                   : n.is_symlink() ? S_ISLNK(a.mode)
+                                    : pfs_mknod_mode_valid(a.mode);
+    if (!kind_ok || (a.mode & ~(S_IFMT | 07777u))) return damaged(which + ": bad mode");
     size_t list = 0;
     for (const auto& [name, value] : n.xattrs) {
         if (!check_xattr_name(name) || value.size() > kXattrValueMax) return damaged(which + ": bad xattr");
@@ -220,9 +234,14 @@ Status check_inode(const Inode& n, const Header& h) {
     } else if (const auto* link = std::get_if<SymlinkBody>(&n.body)) {
         if (!check_symlink_target(link->target) || a.size != link->target.size())
             return damaged(which + ": bad symlink");
+    } else if (n.is_special()) {
+        if (!pfs_mknod_mode_valid(a.mode) || a.size != 0) return damaged(which + ": bad special file");
     } else if (!check_pattern(n.dir().pattern) || a.size != 0) {
         return damaged(which + ": bad directory");
     }
+    if (a.rdev && !S_ISCHR(a.mode) && !S_ISBLK(a.mode)) return damaged(which + ": rdev of no device");
+    if (!valid_time(a.btime)) return damaged(which + ": bad btime");
+    if (n.linkable && (!n.is_file() || a.nlink != 0)) return damaged(which + ": linkable with links");
     if (!n.is_dir() && a.nlink > kLinkMax) return damaged(which + ": too many links");
     return ok_status();
 }
@@ -238,7 +257,7 @@ Status read_entries(RecordReader& in, Directory& dir, const DirHeader& dh) {
         if (batch.empty() || batch.size() > dh.entries - got) return damaged("entry count mismatch");
         for (const auto& e : batch) {
             bool valid = check_name(e.name) && !is_dot(e.name) && e.cookie > last_cookie &&
-                         (e.type == DT_REG || e.type == DT_DIR || e.type == DT_LNK);
+                         pfs_dtype_valid(e.type);
             if (!valid || !dir.insert_at(e.name, e.id, e.type, e.cookie)) return damaged("bad entry");
             last_cookie = e.cookie;
         }
@@ -374,7 +393,7 @@ Status Namespace::verify() {
         node.dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
             if (!is_local(s.id)) {
                 // Another server's inode: only its type is known here.
-                bool known_type = s.type == DT_DIR || s.type == DT_REG || s.type == DT_LNK;
+                bool known_type = pfs_dtype_valid(s.type);
                 if (!known_type || s.id.ino == 0 || s.id.generation == 0 || names(s.id)) {
                     st = damaged("directory " + std::to_string(ino) + " has a bad remote entry");
                     return false;

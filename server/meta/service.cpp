@@ -75,16 +75,27 @@ awaitable<void> Service::reap_chunks(std::chrono::milliseconds period) {
 void Service::install() {
     auto bind = [this](uint16_t type, Method method) {
         server_.handle(type, [this, method](Request& req) -> awaitable<Reply> {
-            // Any request of a client renews its session.
+            // Any request of a client renews its session, and its reply
+            // carries the session's epoch as it was when the request came:
+            // what the request opened or locked belongs to that session.
+            // A client that sees another epoch knows it lost what it held.
+            uint64_t epoch = 0;
             if (uint64_t client = req.frame.header.client_id) {
-                auto st = sessions_.touch(client, Sessions::Clock::now());
-                if (!st) co_return Reply::from(st.error());
+                auto touched = sessions_.touch(client, Sessions::Clock::now());
+                if (!touched) co_return Reply::from(touched.error());
+                epoch = *touched;
                 notice_conns_[client] = req.conn;
                 settle_notices(req);
             }
-            if (!ns_) co_return Reply::fail(EAGAIN, "metadata server is starting");
-            if (stopped_) co_return Reply::fail(EIO, "metadata server stopped: its journal failed: " + stopped_->message);
-            co_return co_await (this->*method)(req);
+            Reply reply;
+            if (!ns_)
+                reply = Reply::fail(EAGAIN, "metadata server is starting");
+            else if (stopped_)
+                reply = Reply::fail(EIO, "metadata server stopped: its journal failed: " + stopped_->message);
+            else
+                reply = co_await (this->*method)(req);
+            reply.session_epoch = epoch;
+            co_return reply;
         });
     };
     bind(PFS_MSG_LOOKUP, &Service::on_lookup);
@@ -92,6 +103,7 @@ void Service::install() {
     bind(PFS_MSG_CREATE, &Service::on_create);
     bind(PFS_MSG_MKDIR, &Service::on_mkdir);
     bind(PFS_MSG_SYMLINK, &Service::on_symlink);
+    bind(PFS_MSG_MKNOD, &Service::on_mknod);
     bind(PFS_MSG_READLINK, &Service::on_readlink);
     bind(PFS_MSG_LINK, &Service::on_link);
     bind(PFS_MSG_UNLINK, &Service::on_unlink);
@@ -122,6 +134,8 @@ void Service::install() {
     bind(PFS_MSG_MOVE, &Service::on_move);
     bind(PFS_MSG_REMOTE_LINK, &Service::on_remote_link);
     bind(PFS_MSG_ENTRY_DROP, &Service::on_entry_drop);
+    bind(PFS_MSG_FALLOCATE, &Service::on_fallocate);
+    bind(PFS_MSG_GET_LAYOUT, &Service::on_get_layout);
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -267,6 +281,7 @@ awaitable<Reply> Service::on_create(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_CREATE);
     const Caller who = caller(req);
+    if (m->flags & PFS_CREATE_TMPFILE) co_return co_await create_tmpfile(req, *m, who);
     // An existing file is looked up and opened (X on the directory, the
     // open's permissions on the file); a new name needs W and X.
     auto existing = ns_->resolve(m->dir, m->name);
@@ -284,14 +299,7 @@ awaitable<Reply> Service::on_create(Request& req) {
         return ns_->create(m->dir, m->name, m->mode, who.uid, who.gid, now(), choose,
                            (m->flags & PFS_CREATE_EXCL) != 0);
     };
-    auto created = create();
-    if (!created && created.error().code == -ENOSPC) {
-        // Each server and client learns of a new target on its own: one
-        // that came up a moment ago may be in the client's map before it
-        // is in ours. Look again before answering ENOSPC.
-        co_await reload_targets();
-        created = create();
-    }
+    auto created = co_await with_targets(create);
     if (!created) co_return Reply::from(created.error());
     if (created->created) {
         const pfs_entry_id ids[] = {m->dir, created->attr.id};
@@ -306,13 +314,38 @@ awaitable<Reply> Service::on_create(Request& req) {
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
 }
 
-awaitable<void> Service::reload_targets() {
+// Each server and client learns of a new target on its own: one that came
+// up a moment ago may be in the client's map before it is in ours. Look
+// again before answering ENOSPC.
+template <class Make>
+awaitable<std::invoke_result_t<Make>> Service::with_targets(Make make) {
+    auto made = make();
+    if (!made && made.error().code == -ENOSPC) {
+        co_await reload_map();
+        made = make();
+    }
+    co_return made;
+}
+
+// O_TMPFILE: W and X on the directory, as for a new name; opened at once.
+awaitable<Reply> Service::create_tmpfile(Request& req, const pfs_create& m, const Caller& who) {
+    if (!(m.flags & PFS_CREATE_OPEN) || m.name[0]) co_return Reply::fail(EINVAL, "O_TMPFILE: open, no name");
+    if (auto st = ns_->may_access(m.dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
+    auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
+    auto made = co_await with_targets([&] { return ns_->tmpfile(m.dir, m.mode, who.uid, who.gid, now(), choose); });
+    if (!made) co_return Reply::from(made.error());
+    if (auto st = open_for(req.frame.header.client_id, made->id); !st) co_return Reply::from(st.error());
+    watched(req, made->id);
+    co_return co_await finish(attr_and_layout(*made, ns_->layout(made->id)));
+}
+
+awaitable<void> Service::reload_map() {
     // Without any usable target every create would cost a round trip to
     // pfs-mgmtd: one look per 100 ms (creates at the same time share it).
-    if (std::chrono::steady_clock::now() - targets_reloaded_ < std::chrono::milliseconds(100)) co_return;
+    if (std::chrono::steady_clock::now() - map_reloaded_ < std::chrono::milliseconds(100)) co_return;
     auto st = co_await cluster_.refresh_now();
-    targets_reloaded_ = std::chrono::steady_clock::now();
-    if (!st) log::warn("cannot reload the storage targets", {{"error", st.error().message}});
+    map_reloaded_ = std::chrono::steady_clock::now();
+    if (!st) log::warn("cannot reload the map of nodes and targets", {{"error", st.error().message}});
 }
 
 awaitable<Reply> Service::on_mkdir(Request& req) {
@@ -329,6 +362,17 @@ awaitable<Reply> Service::on_symlink(Request& req) {
     const Caller who = caller(req);
     if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
     co_return co_await added_reply(req, m->dir, ns_->symlink(m->dir, m->name, m->target, who.uid, who.gid, now()));
+}
+
+awaitable<Reply> Service::on_mknod(Request& req) {
+    auto m = body(req, pfs_x_mknod);
+    if (!m) co_return malformed(PFS_MSG_MKNOD);
+    const Caller who = caller(req);
+    // Device files give access to hardware: only root makes them, as mknod(2).
+    if ((S_ISCHR(m->mode) || S_ISBLK(m->mode)) && !who.root()) co_return Reply::fail(EPERM, "mknod of a device");
+    if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
+    co_return co_await added_reply(req, m->dir,
+                                   ns_->mknod(m->dir, m->name, m->mode, m->rdev, who.uid, who.gid, now()));
 }
 
 awaitable<Reply> Service::on_readlink(Request& req) {

@@ -70,6 +70,11 @@ private:
     awaitable<Reply> on_create(Request& req);
     awaitable<Reply> on_mkdir(Request& req);
     awaitable<Reply> on_symlink(Request& req);
+    awaitable<Reply> on_mknod(Request& req);
+    awaitable<Reply> create_tmpfile(Request& req, const pfs_create& m, const Caller& who);
+    // make(), and once more after a look at the map if it found no targets.
+    template <class Make>
+    awaitable<std::invoke_result_t<Make>> with_targets(Make make);
     awaitable<Reply> on_readlink(Request& req);
     awaitable<Reply> on_link(Request& req);
     awaitable<Reply> on_unlink(Request& req);
@@ -92,6 +97,9 @@ private:
     awaitable<Reply> on_getlk(Request& req);
     awaitable<Reply> on_session_renew(Request& req);
     awaitable<Reply> on_session_end(Request& req);
+    // The space of files (service_space.cpp).
+    awaitable<Reply> on_fallocate(Request& req);
+    awaitable<Reply> on_get_layout(Request& req);
     // Directories across metadata servers (service_remote.cpp).
     awaitable<Reply> on_mkdir_on(Request& req);
     awaitable<Reply> on_mkdir_detached(Request& req);
@@ -177,7 +185,7 @@ private:
     // requesting client.
     Reply opened_reply(const Request& req, const Attr& attr);
     // The map fetched again (the chooser follows it), at most every 100 ms.
-    awaitable<void> reload_targets();
+    awaitable<void> reload_map();
 
     asio::any_io_executor ex_;
     RpcServer& server_;
@@ -185,7 +193,7 @@ private:
     client::StripedIo files_;
     ChunkReaper reaper_;
     TargetChooser& chooser_;
-    std::chrono::steady_clock::time_point targets_reloaded_{};
+    std::chrono::steady_clock::time_point map_reloaded_{};
     Namespace* ns_ = nullptr;
     Durable durable_;
     std::optional<Error> stopped_;

@@ -56,6 +56,9 @@ awaitable<Reply> Service::on_mkdir_on(Request& req) {
     auto m = body(req, pfs_x_mkdir_on);
     if (!m) co_return malformed(PFS_MSG_MKDIR_ON);
     if (m->node != 0) {
+        // A metadata server that registered a moment ago may be in the
+        // client's map before it is in ours: look again before refusing.
+        if (!DirPlacement::check(m->node, cluster_.meta_nodes())) co_await reload_map();
         if (auto st = DirPlacement::check(m->node, cluster_.meta_nodes()); !st) co_return Reply::from(st.error());
     }
     if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());

@@ -2,14 +2,26 @@
 
 namespace pfs::meta {
 
-Status Sessions::touch(uint64_t client, Clock::time_point now) {
+Result<uint64_t> Sessions::touch(uint64_t client, Clock::time_point now) {
     auto it = sessions_.find(client);
     if (it == sessions_.end()) {
         if (sessions_.size() >= max_sessions_) return Error{-EUSERS, "too many client sessions"};
         it = sessions_.emplace(client, Session{}).first;
+        it->second.epoch = new_epoch();
     }
     it->second.last_seen = std::max(it->second.last_seen, now);
-    return ok_status();
+    return it->second.epoch;
+}
+
+uint64_t Sessions::epoch(uint64_t client) const {
+    auto it = sessions_.find(client);
+    return it == sessions_.end() ? 0 : it->second.epoch;
+}
+
+uint64_t Sessions::new_epoch() {
+    for (;;) {
+        if (uint64_t e = random_()) return e;
+    }
 }
 
 void Sessions::add_open(uint64_t client, const pfs_entry_id& file) {

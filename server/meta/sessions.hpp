@@ -3,6 +3,11 @@
 // renewed within the timeout expires; the caller then closes its opens and
 // releases its locks. Pure logic: time is passed in.
 //
+// Each session has an epoch: a random number fixed when the session is
+// created, which every reply to the client carries. A client that sees the
+// epoch change knows that whatever it held here (opens, locks) was lost
+// with the session before (it expired, or the server restarted).
+//
 // Not persisted: after a restart nothing is open (the namespace purges the
 // unlinked files a crash left) and clients start new sessions.
 #pragma once
@@ -11,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <vector>
 
@@ -36,8 +42,11 @@ public:
 
     std::chrono::milliseconds timeout() const { return timeout_; }
 
-    // Starts or renews a session; -EUSERS when a new one does not fit.
-    Status touch(uint64_t client, Clock::time_point now);
+    // Starts or renews a session and returns its epoch (never 0); -EUSERS
+    // when a new one does not fit.
+    Result<uint64_t> touch(uint64_t client, Clock::time_point now);
+    // The epoch of the client's session; 0 when it has none.
+    uint64_t epoch(uint64_t client) const;
     // The client (whose session exists: touch first) opened the file.
     void add_open(uint64_t client, const pfs_entry_id& file);
     // false when the client has no open of the file on record.
@@ -56,14 +65,17 @@ public:
 private:
     struct Session {
         Clock::time_point last_seen;
+        uint64_t epoch = 0;
         std::map<EntryKey, uint32_t> opens;
     };
+    uint64_t new_epoch();
 
     static EndedSession ended(uint64_t client, Session& s);
 
     std::chrono::milliseconds timeout_;
     size_t max_sessions_;
     std::unordered_map<uint64_t, Session> sessions_;
+    std::mt19937_64 random_{std::random_device{}()};
 };
 
 }  // namespace pfs::meta

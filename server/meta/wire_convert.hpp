@@ -15,11 +15,22 @@ inline Timespec from_wire(const pfs_timespec& t) { return Timespec{t.sec, t.nsec
 inline Timespec wall_clock_now() { return from_wire(wire_now()); }
 
 inline pfs_attr to_wire(const Attr& a) {
-    return pfs_attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime)};
+    return pfs_attr{a.id,           a.mode,          a.uid,           a.gid,  a.nlink,          a.size,
+                    to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime), a.rdev, to_wire(a.btime)};
 }
 
 inline Attr from_wire(const pfs_attr& a) {
-    return Attr{a.id, a.mode, a.uid, a.gid, a.nlink, a.size, from_wire(a.atime), from_wire(a.mtime), from_wire(a.ctime)};
+    return Attr{a.id,
+                a.mode,
+                a.uid,
+                a.gid,
+                a.nlink,
+                a.size,
+                from_wire(a.atime),
+                from_wire(a.mtime),
+                from_wire(a.ctime),
+                a.rdev,
+                from_wire(a.btime)};
 }
 
 inline pfs_layout to_wire(const StripeLayout& l) {

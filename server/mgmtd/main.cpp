@@ -63,10 +63,7 @@ int main(int argc, char** argv) {
         log::error(config.error().message);
         return 2;
     }
-    config->host = options.get<std::string>("listen");
-    config->port = options.get<uint16_t>("port");
     config->max_payload = 1u << 20;  // management messages are small
-    daemon::raise_file_limit();
     EventLoop io;
     RpcServer server(io, *config, std::move(*secret));
     server.set_identity(0, PFS_NODE_MGMT);

@@ -118,6 +118,30 @@ public:
     awaitable<Status> unlink(const pfs_entry_id& id);
     // Size and allocation; zero for a chunk that does not exist.
     awaitable<Result<ChunkStat>> stat(const pfs_entry_id& id);
+
+    // fallocate(2) of the chunk (mode: enum pfs_falloc_mode, Linux's bits),
+    // durably. Allocating modes create the chunk; punching a missing chunk
+    // is done already. ZERO_RANGE falls back to punch-and-allocate where the
+    // target's file system has no ZERO_RANGE (tmpfs). chunk_extents.cpp.
+    awaitable<Status> fallocate(const pfs_entry_id& id, uint32_t mode, uint64_t offset, uint64_t length);
+    // SEEK_DATA / SEEK_HOLE (enum pfs_seek_what) from offset: the offset
+    // found, or nullopt when there is no data at or after offset. A missing
+    // chunk, or the range past its end, is a hole.
+    awaitable<Result<std::optional<uint64_t>>> seek(const pfs_entry_id& id, uint8_t what, uint64_t offset);
+    // The two chunk files of a copy (the destination created), as
+    // descriptors copy() may use off the event loop; both stay open while
+    // the pair lives.
+    struct CopyPair {
+        OpenFileCache::File src;  // null: the source chunk does not exist
+        OpenFileCache::File dst;
+        int src_fd = -1;
+        int dst_fd = -1;
+    };
+    awaitable<Result<CopyPair>> copy_pair(const pfs_entry_id& src, const pfs_entry_id& dst);
+    // Copies length bytes (copy_file_range) from src_offset to dst_offset;
+    // what lies past the source's end becomes a hole in the destination.
+    // Blocking system calls: run it off the event loop.
+    static Status copy(const CopyPair& pair, uint64_t src_offset, uint64_t dst_offset, uint64_t length);
     // Up to max chunk files from the position `from` (zeros: the start),
     // fan-out directory by fan-out directory. Files that are not chunks of
     // this layout are skipped. Blocking system calls (io_uring cannot list

@@ -87,6 +87,9 @@ void StorageService::install(RpcServer& server) {
     add(PFS_MSG_CHUNK_UNLINK_MANY, &StorageService::unlink_many);
     add(PFS_MSG_CHUNK_STAT, &StorageService::stat);
     add(PFS_MSG_CHUNK_LIST, &StorageService::list);
+    add(PFS_MSG_CHUNK_FALLOCATE, &StorageService::fallocate);
+    add(PFS_MSG_CHUNK_SEEK, &StorageService::seek);
+    add(PFS_MSG_CHUNK_COPY, &StorageService::copy);
 }
 
 awaitable<void> StorageService::stop_cleanly() {
@@ -192,6 +195,48 @@ awaitable<Reply> StorageService::stat(Request& req) {
     auto st = co_await target->store->stat(ref->file);
     if (!st) co_return failed(*target, st.error());
     co_return encoded(pfs_x_chunk_stat, pfs_chunk_stat{st->size, st->allocated});
+}
+
+awaitable<Reply> StorageService::fallocate(Request& req) {
+    auto m = decode(req.frame.payload, pfs_x_chunk_falloc);
+    if (!m) co_return malformed("CHUNK_FALLOCATE");
+    Target* target = find(m->chunk.target_id);
+    if (!target) co_return unknown_target(m->chunk.target_id);
+    auto st = co_await target->store->fallocate(m->chunk.file, m->mode, m->offset, m->length);
+    if (!st) co_return failed(*target, st.error());
+    if (m->mode & PFS_FALLOC_PUNCH_HOLE) target->reported_full = false;  // space was freed
+    co_return Reply::ok();
+}
+
+awaitable<Reply> StorageService::seek(Request& req) {
+    auto m = decode(req.frame.payload, pfs_x_chunk_seek);
+    if (!m) co_return malformed("CHUNK_SEEK");
+    Target* target = find(m->chunk.target_id);
+    if (!target) co_return unknown_target(m->chunk.target_id);
+    auto at = co_await target->store->seek(m->chunk.file, m->what, m->offset);
+    if (!at) co_return failed(*target, at.error());
+    pfs_chunk_seek_reply out{static_cast<uint8_t>(at->has_value() ? 1 : 0), at->value_or(0)};
+    co_return encoded(pfs_x_chunk_seek_reply, out);
+}
+
+awaitable<Reply> StorageService::copy(Request& req) {
+    auto m = decode(req.frame.payload, pfs_x_chunk_copy);
+    if (!m) co_return malformed("CHUNK_COPY");
+    Target* target = find(m->src.target_id);
+    if (!target) co_return unknown_target(m->src.target_id);
+    auto pair = co_await target->store->copy_pair(m->src.file, m->dst);
+    if (!pair) co_return failed(*target, pair.error());
+    // On the helper thread (the pair keeps both descriptors open).
+    const pfs_chunk_copy c = *m;
+    std::optional<Status> copied = co_await asio::co_spawn(
+        *lister_,
+        [&pair, c]() -> awaitable<std::optional<Status>> {
+            co_return ChunkStore::copy(*pair, c.src_offset, c.dst_offset, c.length);
+        },
+        asio::use_awaitable);
+    if (!*copied) co_return failed(*target, copied->error());
+    target->reported_full = false;
+    co_return encoded(pfs_x_chunk_written, pfs_chunk_written{c.length, target->store->verifier()});
 }
 
 awaitable<Reply> StorageService::list(Request& req) {

@@ -3,7 +3,8 @@
 // mgmtd-assigned id. The ids become known only once the node registered,
 // so a request's target is looked up when it arrives. CHUNK_LIST (fsck)
 // lists directories, which io_uring cannot do: it runs on a helper thread
-// so the event loop never waits for the disk.
+// so the event loop never waits for the disk; so does CHUNK_COPY's
+// copy_file_range.
 #pragma once
 
 #include <memory>
@@ -48,6 +49,9 @@ public:
     awaitable<Reply> unlink_many(Request& req);
     awaitable<Reply> stat(Request& req);
     awaitable<Reply> list(Request& req);
+    awaitable<Reply> fallocate(Request& req);
+    awaitable<Reply> seek(Request& req);
+    awaitable<Reply> copy(Request& req);
 
 private:
     struct Target;
@@ -60,7 +64,9 @@ private:
     const std::vector<AgentTarget>& agent_targets_;
     std::unique_ptr<Uring> ring_;                   // declared before the stores, which use it
     std::vector<std::unique_ptr<Target>> targets_;  // same order as agent_targets_
-    std::unique_ptr<asio::thread_pool> lister_;     // CHUNK_LIST's directory reads
+    // Blocking work off the event loop: CHUNK_LIST's directory reads,
+    // CHUNK_COPY's copy_file_range.
+    std::unique_ptr<asio::thread_pool> lister_;
 };
 
 }  // namespace pfs

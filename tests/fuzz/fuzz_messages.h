@@ -59,6 +59,7 @@ FUZZ_WRAP(set_pattern)
 FUZZ_WRAP(name_req)
 FUZZ_WRAP(create)
 FUZZ_WRAP(symlink)
+FUZZ_WRAP(mknod)
 FUZZ_WRAP(path)
 FUZZ_WRAP(link)
 FUZZ_WRAP(rename)
@@ -98,6 +99,11 @@ FUZZ_WRAP(chunk_entry)
 FUZZ_WRAP(client_token)
 FUZZ_WRAP(client_bound)
 FUZZ_WRAP(chunk_synced)
+FUZZ_WRAP(fallocate)
+FUZZ_WRAP(chunk_falloc)
+FUZZ_WRAP(chunk_seek)
+FUZZ_WRAP(chunk_seek_reply)
+FUZZ_WRAP(chunk_copy)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -214,6 +220,13 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(client_token),
 	FUZZ_BODY(client_bound),
 	FUZZ_BODY(chunk_synced),
+	/* the space of files */
+	FUZZ_BODY(fallocate),
+	FUZZ_BODY(chunk_falloc),
+	FUZZ_BODY(chunk_seek),
+	FUZZ_BODY(chunk_seek_reply),
+	FUZZ_BODY(chunk_copy),
+	FUZZ_BODY(mknod),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

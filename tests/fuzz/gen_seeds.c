@@ -234,7 +234,8 @@ int main(int argc, char **argv)
 		static struct pfs_attr at = { { 77, 2, 1 }, 0100644, 1000, 1000,
 					      1, 123456, { 1700000000, 5 },
 					      { 1700000001, 6 },
-					      { 1700000002, 999999999 } };
+					      { 1700000002, 999999999 },
+					      0, { 1700000000, 1 } };
 		static struct pfs_layout lo = { 512 << 10, 1, 4,
 						{ 101, 102, 103, 104 } };
 		struct pfs_pattern pa = { 1 << 20, 2, 1 };
@@ -245,6 +246,8 @@ int main(int argc, char **argv)
 		static struct pfs_symlink sl = { { 1, 2, 0 }, "link",
 						 "../target/path" };
 		static struct pfs_path pt = { "../target/path" };
+		struct pfs_mknod mk = { { 1, 2, 0 }, "tty", 0020620,
+					(4 << 8) | 1 };
 		struct pfs_link ln = { { 77, 2, 1 }, { 1, 2, 0 }, "hard" };
 		struct pfs_rename rn = { { 1, 2, 0 }, "a", { 5, 2, 0 }, "b",
 					 1 };
@@ -270,6 +273,7 @@ int main(int argc, char **argv)
 		SEED(name_req, "1", &nr);
 		SEED(create, "1", &cr);
 		SEED(symlink, "1", &sl);
+		SEED(mknod, "1", &mk);
 		SEED(path, "1", &pt);
 		SEED(link, "1", &ln);
 		SEED(rename, "1", &rn);
@@ -367,6 +371,24 @@ int main(int argc, char **argv)
 		SEED(client_token, "1", &t);
 		SEED(client_bound, "1", &b);
 		SEED(chunk_synced, "1", &sy);
+	}
+	{
+		struct pfs_fallocate fa = { { 77, 2, 1 },
+			PFS_FALLOC_PUNCH_HOLE | PFS_FALLOC_KEEP_SIZE,
+			100 << 10, 3 << 20 };
+		struct pfs_chunk_falloc cf = { { { 77, 2, 1 }, 101 },
+			PFS_FALLOC_ZERO_RANGE, 1 << 20, 512 << 10 };
+		struct pfs_chunk_seek sk = { { { 77, 2, 1 }, 101 }, 1 << 20,
+			PFS_SEEK_DATA };
+		struct pfs_chunk_seek_reply sr = { 1, 3 << 20 };
+		struct pfs_chunk_copy cc = { { { 77, 2, 1 }, 101 },
+			{ 78, 2, 1 }, 1 << 20, 5 << 20, 512 << 10 };
+
+		SEED(fallocate, "1", &fa);
+		SEED(chunk_falloc, "1", &cf);
+		SEED(chunk_seek, "1", &sk);
+		SEED(chunk_seek_reply, "1", &sr);
+		SEED(chunk_copy, "1", &cc);
 	}
 	return 0;
 }

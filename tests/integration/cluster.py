@@ -151,3 +151,13 @@ class Cluster:
     def dump_logs(self):
         for name, d in self.daemons.items():
             print(f"----- {name} log -----\n{d.log_text()[-6000:]}", file=sys.stderr)
+
+
+class LogsOnFailure:
+    """unittest mixin: a failed test prints the daemons' logs (self.c)."""
+
+    def tearDown(self):
+        failed = any(e for _, e in getattr(self._outcome, "errors", []) if e) or \
+            not getattr(self._outcome, "success", True)
+        if failed:
+            self.c.dump_logs()

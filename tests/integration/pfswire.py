@@ -9,7 +9,7 @@ import struct
 
 HEADER = struct.Struct("<IHHIIQIIQQ")
 MAGIC = 0x31534650
-VERSION = 2
+VERSION = 3
 FLAG_REPLY, FLAG_NOTIFY = 1, 2
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND_CLIENT": 5,
        "REGISTER_NODE": 100, "REGISTER_TARGET": 101, "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104,
@@ -19,7 +19,10 @@ MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND
        "SESSION_RENEW": 223, "SESSION_END": 224, "MKDIR_DETACHED": 228, "RMDIR_DETACHED": 229,
        "ENTRY_CHECK": 230, "LIST_DETACHED": 231, "MOVE": 232, "REMOTE_LINK": 233, "ENTRY_DROP": 234,
        "CLOSE_MANY": 236, "CHUNK_WRITE": 300, "CHUNK_READ": 301, "CHUNK_TRUNCATE": 302, "CHUNK_SYNC": 303,
-       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_LIST": 306, "CHUNK_UNLINK_MANY": 307}
+       "CHUNK_UNLINK": 304, "CHUNK_STAT": 305, "CHUNK_LIST": 306, "CHUNK_UNLINK_MANY": 307,
+       "FALLOCATE": 237, "GET_LAYOUT": 238, "MKNOD": 239, "CHUNK_FALLOCATE": 308, "CHUNK_SEEK": 309, "CHUNK_COPY": 310}
+FALLOC_KEEP_SIZE, FALLOC_PUNCH_HOLE, FALLOC_ZERO_RANGE = 0x01, 0x02, 0x10
+SEEK_DATA, SEEK_HOLE = 3, 4
 ROLES = {"client": 1, "admin": 2, "server": 3}
 AUTH_FRAME_MAC = 1
 FRAME_MAC_LEN = 16
@@ -187,6 +190,14 @@ def chunk_io(target, ino, offset, length, owner=1, generation=0):
 
 def chunk_truncate(target, ino, size, owner=1, generation=0):
     return chunk_ref(target, ino, owner, generation) + struct.pack("<Q", size)
+
+
+def chunk_falloc(target, ino, mode, offset, length, owner=1, generation=0):
+    return chunk_ref(target, ino, owner, generation) + struct.pack("<IQQ", mode, offset, length)
+
+
+def chunk_seek(target, ino, offset, what, owner=1, generation=0):
+    return chunk_ref(target, ino, owner, generation) + struct.pack("<QB", offset, what)
 
 
 def connect_authenticated(port, secret_path, role="client", want_mac=False):

@@ -54,7 +54,11 @@ class ClusterLifecycle(unittest.TestCase):
         c = self.c
         c.start_mgmtd()
         self.start_servers()
-        targets = self.wait_all_online()
+        self.wait_all_online()
+        # A target's capacity comes with its server's first heartbeat after
+        # the registration that made it ONLINE.
+        targets = wait_for("target capacities reported", lambda: (lambda t: all(
+            x["capacity"]["bytes_total"] > 0 for x in t) and t)(self.targets()))
 
         # Capacities are the target file systems' own figures.
         for t in targets:

@@ -45,7 +45,8 @@ class DkmsTree(unittest.TestCase):
             and (p.name in ("Kbuild", "Makefile") or p.suffix in (".c", ".h"))
             and not p.name.endswith(".mod.c") and p.name != "pfs_config.h")
         proto = sorted("proto/" + p.name for p in (TOP / "common" / "proto").glob("*.[ch]"))
-        self.assertEqual(files, sorted(expected + proto + ["dkms.conf"]))
+        self.assertEqual(files, sorted(expected + proto + ["dkms.conf", "VERSION"]))
+        self.assertEqual((self.tree / "VERSION").read_text(), "9.8.7\n")
         self.assertIn("Kbuild", files)
         self.assertIn("proto/pfs_proto.h", files)
         self.assertTrue(any(f.startswith("probe/") for f in files))
@@ -81,6 +82,9 @@ class DkmsTree(unittest.TestCase):
         self.assertTrue((self.tree / "pfs.ko").is_file())
         cmd = (self.tree / ".proto.o.cmd").read_text()
         self.assertIn(f"-I{self.tree}/proto", cmd)
+        info = subprocess.run(["/sbin/modinfo", "-F", "version", str(self.tree / "pfs.ko")],
+                              capture_output=True, text=True)
+        self.assertEqual(info.stdout.strip(), "9.8.7", info.stderr)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import pfswire  # noqa: E402
-from cluster import Cluster, wait_for  # noqa: E402
+from cluster import Cluster, LogsOnFailure, wait_for  # noqa: E402
 from pfswire import MSG  # noqa: E402
 
 BIN_DIR = os.environ.get("PFS_BIN_DIR", "build")
@@ -52,7 +52,7 @@ def lock_req(eid, owner, kind=LOCK_POSIX, type_=LOCK_WRITE, start=0, end=(1 << 6
     return eid + struct.pack("<BBQQQI", kind, type_, start, end, owner, pid)
 
 
-class Hostile(unittest.TestCase):
+class Hostile(LogsOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         c = cls.c = Cluster(BIN_DIR)
@@ -74,12 +74,6 @@ class Hostile(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.c.close()
-
-    def tearDown(self):
-        failed = any(e for _, e in getattr(self._outcome, "errors", []) if e) or \
-            not getattr(self._outcome, "success", True)
-        if failed:
-            self.c.dump_logs()
 
     def client(self, port, key=None):
         return pfswire.connect_authenticated(port, key or self.client_key, "client")

@@ -1,8 +1,11 @@
 """The annotated example configs in packaging/etc/ must stay what the
 daemons accept: each parses completely (the daemon gets as far as reading
-the auth file), and a misspelt key is refused."""
+the auth file), and a misspelt key is refused. The systemd units pass
+`systemd-analyze verify` (with this build's programs and manual pages in
+the places the units name)."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,32 @@ class ExampleConfigs(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn("ofline-ms", r.stderr)
             self.assertNotIn(MISSING_SECRET, r.stderr)
+
+
+class SystemdUnits(unittest.TestCase):
+    def test_verify(self):
+        if not shutil.which("systemd-analyze"):
+            self.skipTest("no systemd-analyze")
+        units = sorted((ETC.parent / "systemd").glob("*.service"))
+        self.assertEqual([u.name for u in units], ["pfs-meta.service", "pfs-mgmtd.service", "pfs-storage.service"])
+        c = Cluster.__new__(Cluster)
+        c.bin_dir = BIN_DIR
+        with tempfile.TemporaryDirectory() as d:
+            man8 = pathlib.Path(d, "man", "man8")
+            man8.mkdir(parents=True)
+            for page in pathlib.Path(BIN_DIR, "man").glob("*.8"):
+                shutil.copy(page, man8)
+            for unit in units:
+                with self.subTest(unit=unit.name):
+                    program = unit.stem
+                    text = unit.read_text()
+                    self.assertIn(f"ExecStart=/usr/sbin/{program} ", text)
+                    self.assertIn("User=pfs\n", text)
+                    copy = pathlib.Path(d, unit.name)
+                    copy.write_text(text.replace(f"/usr/sbin/{program}", os.path.abspath(c.binary(program))))
+                    r = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True,
+                                       env={**os.environ, "MANPATH": str(man8.parent)}, timeout=60)
+                    self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
 
 
 if __name__ == "__main__":

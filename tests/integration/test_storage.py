@@ -1,7 +1,7 @@
 """The storage server over the wire: chunk writes and reads (byte-exact, sparse
 beyond 4 GiB), truncate, stat, sync, idempotent unlink (one or many), unknown targets,
 oversized and malformed writes, 64 pipelined requests on one connection,
-the on-disk layout, and a full disk."""
+the on-disk layout, a full disk, and CHUNK_FALLOCATE (punch) with CHUNK_SEEK."""
 import os
 import random
 import struct
@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import pfswire  # noqa: E402
-from cluster import Cluster, wait_for  # noqa: E402
+from cluster import Cluster, LogsOnFailure, wait_for  # noqa: E402
 
 BIN_DIR = os.environ.get("PFS_BIN_DIR", "build")
 MSG = pfswire.MSG
@@ -31,7 +31,7 @@ def chunk_file(target_dir, ino, owner=1, generation=0):
     return os.path.join(target_dir, "chunks", f"{fanout:02x}", f"{ino:x}-{owner:x}-{generation:x}")
 
 
-class StorageServer(unittest.TestCase):
+class StorageServer(LogsOnFailure, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         c = cls.c = Cluster(BIN_DIR)
@@ -58,12 +58,6 @@ class StorageServer(unittest.TestCase):
     def tearDownClass(cls):
         cls.conn.close()
         cls.c.close()
-
-    def tearDown(self):
-        failed = any(e for _, e in getattr(self._outcome, "errors", []) if e) or \
-            not getattr(self._outcome, "success", True)
-        if failed:
-            self.c.dump_logs()
 
     @classmethod
     def connect(cls, role="server"):
@@ -155,7 +149,9 @@ class StorageServer(unittest.TestCase):
             refused = {"CHUNK_UNLINK_MANY": pfswire.chunk_unlink_many(t, [ino]),
                        "CHUNK_UNLINK": pfswire.chunk_ref(t, ino),
                        "CHUNK_TRUNCATE": pfswire.chunk_truncate(t, ino, 0),
-                       "CHUNK_LIST": struct.pack("<IIQI", t, 0, 0, 16)}
+                       "CHUNK_LIST": struct.pack("<IIQI", t, 0, 0, 16),
+                       "CHUNK_FALLOCATE": pfswire.chunk_falloc(t, ino, pfswire.FALLOC_PUNCH_HOLE |
+                                                               pfswire.FALLOC_KEEP_SIZE, 0, len(data))}
             for msg, body in refused.items():
                 with self.subTest(msg=msg):
                     status, text = client.call(MSG[msg], body)
@@ -166,6 +162,30 @@ class StorageServer(unittest.TestCase):
             self.assertEqual((status, body), (0, data))
         finally:
             client.close()
+        self.assertEqual(self.stat(t, ino)[0], len(data))
+
+    def test_punch_and_seek(self):
+        t, ino, data = self.targets[0], self.ino(), self.data(1 << 20)
+        self.write(t, ino, 0, data)
+        punch = pfswire.FALLOC_PUNCH_HOLE | pfswire.FALLOC_KEEP_SIZE
+        self.ok("CHUNK_FALLOCATE", pfswire.chunk_falloc(t, ino, punch, 256 << 10, 512 << 10))
+        self.assertEqual(self.read(t, ino, 0, len(data)),
+                         data[:256 << 10] + bytes(512 << 10) + data[768 << 10:])
+        self.assertEqual(self.stat(t, ino)[0], len(data))
+        seek = lambda off, what: struct.unpack("<BQ", self.ok("CHUNK_SEEK", pfswire.chunk_seek(t, ino, off, what)))
+        self.assertEqual(seek(0, pfswire.SEEK_HOLE), (1, 256 << 10))
+        self.assertEqual(seek(256 << 10, pfswire.SEEK_DATA), (1, 768 << 10))
+        self.assertEqual(seek(len(data), pfswire.SEEK_DATA)[0], 0)
+        # Modes PFS does not speak, and a seek that is neither, are malformed:
+        # answered PFS_E_PROTO, and the connection dropped.
+        for msg, body in (("CHUNK_FALLOCATE", pfswire.chunk_falloc(t, ino, 0x08, 0, 4096)),
+                          ("CHUNK_FALLOCATE", pfswire.chunk_falloc(t, ino, pfswire.FALLOC_PUNCH_HOLE, 0, 4096)),
+                          ("CHUNK_FALLOCATE", pfswire.chunk_falloc(t, ino, 0, 0, 0)),
+                          ("CHUNK_SEEK", pfswire.chunk_seek(t, ino, 0, 2))):
+            with self.subTest(msg=msg, body=body):
+                conn = self.connect()
+                conn.send(MSG[msg], body)
+                self.assert_dropped(conn)
         self.assertEqual(self.stat(t, ino)[0], len(data))
 
     def test_sync_and_unlink(self):

@@ -46,7 +46,7 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 2
+VERSION = 3
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS = 1, 2, 4
 AUTH_CHALLENGE, AUTH_RESPONSE, PING, BIND_CLIENT = 1, 2, 3, 5
@@ -127,7 +127,8 @@ def attr(ino):
     mode, size, entries = EVIL[ino]
     nlink = 2 if entries is not None else 1
     times = struct.pack("<qI", 1700000000, 0) * 3
-    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times
+    rdev_btime = struct.pack("<IqI", 0, 1700000000, 0)
+    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times + rdev_btime
 
 
 def layout():
@@ -159,16 +160,24 @@ class Conn:
             buf += got
         return buf
 
-    def read_frame(self):
+    def read_header(self):
         raw = self.recv_exact(HEADER.size)
-        h = HEADER.unpack(raw)
+        return raw, HEADER.unpack(raw)
+
+    def read_payload(self, raw, h):
+        """The payload of the frame whose header was raw (and h), its MAC
+        checked when frames carry them."""
         p = self.recv_exact(h[4])
         if self.session:
             tag = self.recv_exact(FRAME_MAC_LEN)
             if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p)):
                 raise EOFError("bad frame MAC")
             self.rx_seq += 1
-        return h, p
+        return p
+
+    def read_frame(self):
+        raw, h = self.read_header()
+        return h, self.read_payload(raw, h)
 
     def sealed(self, raw):
         """raw (a whole frame) with its MAC when frames carry them."""
@@ -213,17 +222,11 @@ class Conn:
         if not self.handshake():
             return
         while True:
-            raw = self.recv_exact(HEADER.size)
-            h = HEADER.unpack(raw)
+            raw, h = self.read_header()
             if self.args.mode == "sink" and h[2] == CHUNK_WRITE:
                 print("sinking", flush=True)
                 threading.Event().wait()  # never reads again
-            p = self.recv_exact(h[4])
-            if self.session:
-                tag = self.recv_exact(FRAME_MAC_LEN)
-                if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p)):
-                    raise EOFError("bad frame MAC")
-                self.rx_seq += 1
+            p = self.read_payload(raw, h)
             if h[3] & FLAG_GROUPS:  # the caller's groups, in front of the body
                 p = p[4 + 4 * struct.unpack_from("<I", p)[0]:]
             self.dispatch(h, p)

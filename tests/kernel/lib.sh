@@ -19,6 +19,8 @@
 #   dmesg_mark; dmesg_since MARK; expect_dmesg MARK ERE; check_dmesg_clean MARK
 #   wait_until DESCRIPTION COMMAND...   poll COMMAND until it succeeds
 #   fail MESSAGE; step MESSAGE
+#   holder_start NAME; holder NAME COMMAND...; holder_send NAME COMMAND...
+#                                files held open and locked (holder.py)
 set -euo pipefail
 
 : "${PFS_SRC:?lib.sh runs in the guest: use tests/kernel/run-guest.sh}"
@@ -48,6 +50,41 @@ wait_until() {
 			fail "$what did not happen within ${PFS_WAIT}s"
 		sleep 0.2
 	done
+}
+
+# ---- a process holding files (holder.py) ---------------------------------
+
+# holder_start NAME: starts tests/kernel/holder.py, which opens, locks,
+# reads, ... files as it is told; its pid is in /tmp/holder-NAME/pid.
+holder_start() {
+	local d=/tmp/holder-$1 fd
+	mkdir -p "$d"
+	rm -f "$d/in" "$d/out"
+	mkfifo "$d/in"
+	python3 "$PFS_SRC/tests/kernel/holder.py" < "$d/in" > "$d/out" 2>&1 &
+	echo $! > "$d/pid"
+	exec {fd}> "$d/in"
+	echo "$fd" > "$d/fd"
+	echo 0 > "$d/asked"
+}
+
+# holder_send NAME COMMAND...: tells the holder, does not wait.
+holder_send() {
+	local d=/tmp/holder-$1 n
+	shift
+	n=$(($(cat "$d/asked") + 1))
+	echo "$n" > "$d/asked"
+	echo "$*" >&"$(cat "$d/fd")"
+}
+
+# holder NAME COMMAND...: tells the holder and prints its answer.
+holder() {
+	local name=$1 d=/tmp/holder-$1 n
+	holder_send "$@"
+	n=$(cat "$d/asked")
+	wait_until "holder $name answering '${*:2}'" \
+		eval '[ "$(wc -l < '"$d/out"')" -ge '"$n"' ]'
+	sed -n "${n}p" "$d/out"
 }
 
 # ---- kernel log ---------------------------------------------------------
@@ -155,12 +192,20 @@ pfs_online_targets() {
 
 pfs_all_online() { [ "$(pfs_online_targets)" -eq "$1" ]; }
 
+# The node id of the metadata server named ALIAS (meta1, meta2, ...).
+pfs_meta_id() {  # ALIAS
+	pfs_ctl node list --type meta --json | python3 -c '
+import json, sys
+print([n["node_id"] for n in json.load(sys.stdin)["nodes"] if n["alias"] == sys.argv[1]][0])' "$1"
+}
+
 # start_cluster [N_STORAGE] [TARGETS_PER_STORAGE] [N_META]: pfs-mgmtd,
 # N_META pfs-meta (default 1) and N_STORAGE pfs-storage servers on loopback,
 # configured through config files under PFS_CLUSTER_DIR/etc, targets on the
 # scratch disk; returns once every target is ONLINE and pfs-meta serves the
 # namespace (every metadata server ONLINE too). PFS_STORAGE_DIRECT_IO=true:
-# O_DIRECT chunk files.
+# O_DIRECT chunk files. PFS_META_CONF: more lines for every pfs-meta's
+# config file (e.g. "session-timeout = 2").
 start_cluster() {
 	local nstor=${1:-2} ntgt=${2:-2} nmeta=${3:-1} d=$PFS_CLUSTER_DIR n t targets
 	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
@@ -186,6 +231,7 @@ start_cluster() {
 			state-dir = $d/meta$n
 			heartbeat-ms = 1000
 		CONF
+		[ -z "${PFS_META_CONF:-}" ] || echo "$PFS_META_CONF" >> "$d/etc/meta$n.conf"
 	done
 	for n in $(seq "$nstor"); do
 		targets=

@@ -17,8 +17,9 @@
 #   --hung-secs N       hung-task report threshold in the guest (60)
 #   -q, --quiet         do not stream the console; print it on failure
 #
-# Paths under /tmp, /var/tmp, /run and /root are not visible in the guest
-# (fresh tmpfs there). The run fails (non-zero exit, console log printed) when
+# The guest has fresh tmpfs over /tmp, /var/tmp, /run and /root; the
+# repository, the build, the module, the cache and the script show through
+# wherever they are (a checkout under /tmp too). The run fails (non-zero exit, console log printed) when
 # SCRIPT fails (its exit code is passed out), the timeout hits, or the kernel
 # logs an oops, BUG, WARNING, lockdep report, hung task, UBSAN or KASAN
 # report, or gets tainted by one. The guest sees PFS_SRC (the repository),
@@ -64,18 +65,37 @@ build=$(realpath -m "$build")
 kmod=$(realpath -m "$kmod")
 cache=$(realpath -m "$cache")
 
-# The guest reaches the host through 9p at the same paths, except where it
-# mounts fresh tmpfs.
-visible() {
+# The guest reaches the host through 9p at the same paths; where it mounts
+# fresh tmpfs, guest-init lays an overlay of each host path named in
+# pfs_expose over it (the outermost ones: one shows all below it).
+hidden() {
   case $1/ in
-    /tmp/*|/var/tmp/*|/run/*|/root/*) return 1 ;;
+    /tmp/*|/var/tmp/*|/run/*|/root/*) return 0 ;;
   esac
+  return 1
 }
-for p in "$script" "$build" "$kmod" "$cache" "$top"; do
-  visible "$p" || die "$p is not visible in the guest (tmpfs over /tmp, /var/tmp, /run, /root there)"
+expose=()
+for p in "$top" "$build" "$(dirname "$kmod")" "$cache" "$(dirname "$script")"; do
+  hidden "$p" || continue
+  [[ $p != *:* ]] || die "$p: a path the guest must see cannot hold ':'"
+  expose+=("$p")
 done
+exposed=''
+shown() {  # PATH: seen in the guest
+  local q
+  hidden "$1" || return 0
+  for q in ${exposed//:/ }; do
+    case $1/ in "$q"/*) return 0 ;; esac
+  done
+  return 1
+}
+while IFS= read -r p; do
+  [ -n "$p" ] || continue
+  shown "$p" || exposed+=":$p"
+done < <(printf '%s\n' "${expose[@]}" | awk '{ print length, $0 }' | sort -n | cut -d' ' -f2-)
+exposed=${exposed#:}
 # Paths travel on the kernel command line: no blanks there.
-[[ $cache$here != *[[:space:]]* ]] || die "the guest cache and the repository need paths without blanks"
+[[ $cache$here$exposed != *[[:space:]]* ]] || die "the guest cache and the repository need paths without blanks"
 
 command -v qemu-system-x86_64 > /dev/null || die "qemu-system-x86_64 missing: run scripts/install-deps.sh"
 kdir=$("$here/guest-prepare.sh" --dir "$cache" --quiet) || die "guest-prepare.sh failed"
@@ -98,7 +118,7 @@ trap 'exit 130' INT TERM
 # The job: environment, working directory and the script with its arguments,
 # quoted for bash.
 cwd=$PWD
-visible "$cwd" || cwd=$top
+shown "$cwd" || cwd=$top
 share=$job/share   # the guest's /run/pfs-job
 mkdir -p "$share/out"
 {
@@ -146,6 +166,7 @@ fi
 append="console=ttyS0,115200 panic=-1 mitigations=off printk.time=1 random.trust_cpu=on"
 append+=" rcupdate.rcu_cpu_stall_timeout=60 watchdog_thresh=30"
 append+=" pfs_stage2=$here/guest-stage2.sh pfs_modules=$kdir/root/lib/modules pfs_hung=$hung"
+[ -z "$exposed" ] || append+=" pfs_expose=$exposed"
 qemu+=(-append "$append")
 
 [ "$quiet" = 1 ] || echo "run-guest: booting $kver for $(basename "$script") (timeout ${timeout_s}s, console: $log)" >&2

@@ -8,7 +8,10 @@
 # runs again (its session with the client still alive), the close must
 # arrive (the unlinked file's chunks are freed) and the lock must be
 # released (a second mount takes it), long before the umount that would
-# end the session.
+# end the session. Then a writer is killed (-9) while its close waits for
+# pfs-meta (stopped again) to take its size report: once pfs-meta runs
+# again the report arrives all the same (pfs-ctl sees the size written;
+# it stayed 0 when a report that got no answer was dropped).
 . "$(dirname "$0")/lib.sh"
 MNT=/mnt/pfs
 MNT2=/mnt/pfs2
@@ -63,6 +66,25 @@ PFS_WAIT=90 wait_until "the chunks of the closed, unlinked file freed" \
 	eval '[ "$(chunk_files)" -eq "$before" ]'
 PFS_WAIT=30 wait_until "$MNT2 taking the lock" eval '! locked_on_mnt2'
 echo "both arrived within $((SECONDS - t0)) s of the server's return"
+
+step "a writer killed while its close waits to report the size"
+holder_start w
+[ "$(holder w open F $MNT2/grown rw)" = ok ] || fail "cannot create grown"
+[ "$(holder w fill F 1048576)" = ok ] || fail "cannot write grown"
+sync	# the data stored, the size not reported: close(2) reports it
+wpid=$(cat /tmp/holder-w/pid)
+kill -STOP "$mpid"
+holder_send w close F
+wait_until "the writer waiting in close(2)" \
+	grep -q pfs_file_flush "/proc/$wpid/stack"
+kill -KILL "$wpid"
+wait "$wpid" 2> /dev/null || true
+kill -CONT "$mpid"
+size_reported() {
+	pfs_ctl stat /grown --json | grep -qE '"size": 1048576(,|$)'
+}
+PFS_WAIT=60 wait_until "the killed writer's size report arriving" size_reported
+echo "pfs-ctl sees the size written"
 
 step "unmount and unload"
 umount_pfs $MNT2

@@ -18,6 +18,21 @@ inline awaitable<void> pause(asio::io_context& io, std::chrono::milliseconds d) 
     co_await t.async_wait(asio::use_awaitable);
 }
 
+// Bytes the file's chunks take on its storage targets, asked through
+// cluster (0 once deleted, UINT64_MAX when a target cannot tell).
+inline awaitable<uint64_t> chunk_bytes(client::Cluster& cluster, const client::OpenFile& file) {
+    uint64_t total = 0;
+    for (uint32_t target : file.layout.targets) {
+        auto body = co_await cluster.call_target_ok(target, PFS_MSG_CHUNK_STAT,
+                                                    encode(pfs_x_chunk_ref, pfs_chunk_ref{file.attr.id, target}));
+        if (!body) co_return UINT64_MAX;
+        auto st = decode(*body, pfs_x_chunk_stat);
+        if (!st) co_return UINT64_MAX;
+        total += st->allocated;
+    }
+    co_return total;
+}
+
 // Until the metadata server answers and the map shows `targets` targets
 // (pfs-meta needs the storage map first); false after 15 s.
 inline awaitable<bool> wait_ready(asio::io_context& io, client::Cluster& cluster, client::FileSystem& fs,

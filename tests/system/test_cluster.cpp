@@ -1,5 +1,8 @@
 #include "test_cluster.hpp"
 
+#include <cstdio>
+#include <exception>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -111,6 +114,15 @@ TestCluster::TestCluster() : secret_(auth::Secret::from_bytes({})), mgmtd_port_(
 }
 
 TestCluster::~TestCluster() {
+    // A failed REQUIRE unwinds past the test's own report: the daemons'
+    // side of the story goes to stderr (their logs end where they died).
+    if (std::uncaught_exceptions() > 0) {
+        std::string text = logs();
+        constexpr size_t kMax = 40000;
+        if (text.size() > kMax) text = "[...]\n" + text.substr(text.size() - kMax);
+        std::fprintf(stderr, "----- daemon logs of the failed test -----\n%s\n----- end of daemon logs -----\n",
+                     text.c_str());
+    }
     daemons_.clear();
     std::error_code ec;
     fs::remove_all(dir_, ec);

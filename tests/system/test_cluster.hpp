@@ -92,6 +92,15 @@ private:
 
 namespace pfs::test {
 
+// Timeouts for tests that kill servers: a dead one is noticed in seconds.
+inline ClientConfig short_timeouts(ClientConfig config = {}) {
+    using namespace std::chrono_literals;
+    config.request_timeout = 3s;
+    config.connect_timeout = 1s;
+    config.backoff_max = 500ms;
+    return config;
+}
+
 // A client of the cluster that plays a server's part (pfs-meta truncating
 // and deleting chunks, a metadata server talking to another).
 inline ClientConfig as_server(ClientConfig config = {}) {
@@ -100,12 +109,15 @@ inline ClientConfig as_server(ClientConfig config = {}) {
 }
 
 // Runs a coroutine on io until it finishes (or 60 s pass); true if it did.
+// Clients keep background work (session renewals) on io, so the run stops
+// when the body ends rather than when io runs out of work.
 template <class F>
 bool run(asio::io_context& io, F&& body) {
     bool done = false;
     asio::co_spawn(io, [&]() -> awaitable<void> {
         co_await body();
         done = true;
+        io.stop();
     }, [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
     io.restart();
     io.run_for(std::chrono::seconds(60));

@@ -1,7 +1,7 @@
 // libpfs's file system API against real pfs-mgmtd, pfs-meta and pfs-storage
 // processes: POSIX namespace semantics, striped contents, xattrs, unlink of
-// open files, and a metadata server killed with -9 losing nothing it
-// acknowledged; a create as soon as a new storage target is up.
+// open files, special files, and a metadata server killed with -9 losing
+// nothing it acknowledged; a create as soon as a new storage target is up.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -145,6 +145,17 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
         for (int i = 0; i < 100 && chunk_files(tc.dir()) >= chunks_before; ++i) co_await pause(io, 50ms);
         CHECK(chunk_files(tc.dir()) < chunks_before);
 
+        // Special files: type, device number and birth time kept by pfs-meta.
+        auto fifo = co_await fs.mknod("/data/fifo", S_IFIFO | 0640);
+        REQUIRE_OK(fifo);
+        CHECK(fifo->mode == (S_IFIFO | 0640));
+        CHECK(fifo->btime.sec > 0);
+        auto tty = co_await fs.mknod("/data/tty", S_IFCHR | 0620, pfs_encode_dev(4, 1));
+        REQUIRE_OK(tty);
+        CHECK(tty->rdev == pfs_encode_dev(4, 1));
+        CHECK_ERRNO(co_await fs.mknod("/data/file", S_IFREG | 0644), -EINVAL);
+        CHECK_ERRNO(co_await fs.mknod("/data/fifo", S_IFIFO | 0644), -EEXIST);
+
         // kill -9 the metadata server: everything acknowledged is there after restart.
         tc.daemon("m1").kill(SIGKILL);
         tc.daemon("m1").start();
@@ -167,6 +178,20 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
             CHECK(r_->size == 1000);
         }
         CHECK_ERRNO(co_await fs.stat("/data/train/f1"), -ENOENT);
+        {
+            auto r_ = co_await fs.stat("/data/tty");
+            REQUIRE_OK(r_);
+            CHECK(r_->mode == (S_IFCHR | 0620));
+            CHECK(r_->rdev == pfs_encode_dev(4, 1));
+            CHECK(r_->btime.sec == tty->btime.sec);
+            CHECK(r_->btime.nsec == tty->btime.nsec);
+            auto listed = co_await fs.readdir("/data");
+            REQUIRE_OK(listed);
+            int specials = 0;
+            for (const auto& e : *listed) specials += (e.name == "fifo" && e.type == DT_FIFO) +
+                                                      (e.name == "tty" && e.type == DT_CHR);
+            CHECK(specials == 2);
+        }
         auto f3 = co_await fs.open("/data/train/f3", O_RDONLY);
         REQUIRE(f3);
         Bytes data(contents[3].size());

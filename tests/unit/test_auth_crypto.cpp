@@ -97,7 +97,7 @@ TEST_CASE("auth: proofs depend on key, nonces, role and flags, and on direction"
     CHECK(equal(a, hmac_sha256(as_bytes("0123456789abcdef-secret-a"), as_bytes(role_label))));
 }
 
-TEST_CASE("auth: each role has its own key; a role key file proves that role only", "[auth]") {
+TEST_CASE("auth: each role has its own key, and a role key file proves that role only", "[auth]") {
     Secret cluster = Secret::from_bytes(as_bytes("0123456789abcdef-cluster"));
     for (Role r : {Role::client, Role::admin, Role::server}) CHECK(cluster.proves(r));
     CHECK(cluster.strongest() == Role::admin);

@@ -18,73 +18,11 @@
 #include <random>
 #include <set>
 
-#include "chunk_store.hpp"
-#include "coro_test.hpp"
-#include "temp_dir.hpp"
+#include "chunk_store_fixture.hpp"
 
 using namespace pfs;
+using namespace pfs::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-constexpr uint64_t kBeyond4G = (5ull << 30) + 7;
-
-Bytes random_bytes(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    Bytes out(n);
-    for (auto& b : out) b = static_cast<uint8_t>(rng());
-    return out;
-}
-
-pfs_entry_id entry(uint64_t ino, uint32_t owner = 1, uint32_t generation = 0) {
-    return pfs_entry_id{ino, owner, generation};
-}
-
-ChunkStoreOptions with_direct_io(bool direct) {
-    ChunkStoreOptions options;
-    options.direct_io = direct;
-    return options;
-}
-
-std::unique_ptr<Uring> make_ring() {
-    auto ring = Uring::create();
-    if (!ring) FAIL(ring.error().message);
-    return std::move(*ring);
-}
-
-// A target directory, a ring and the store over them, with a loop to run in.
-struct Fixture {
-    explicit Fixture(ChunkStoreOptions options = {}) : ring(make_ring()) {
-        auto opened = ChunkStore::open(*ring, dir.path(), options);
-        if (!opened) FAIL(opened.error().message);
-        store = std::move(*opened);
-    }
-
-    template <class F>
-    void run(F&& body) {
-        test::run_coro(io, std::forward<F>(body));
-    }
-
-    std::filesystem::path file_of(const pfs_entry_id& id) const {
-        return dir.path() / ChunkStore::chunk_path(id);
-    }
-
-    // count registered buffers of 64 KiB for the store's I/O.
-    std::shared_ptr<BufferPool> register_pool(size_t count) {
-        auto pool = BufferPool::create(count, 64u << 10);
-        if (!pool) FAIL(pool.error().message);
-        auto st = ring->register_buffers(*pool);
-        if (!st) FAIL("cannot register buffers: " << st.error().message);
-        return *pool;
-    }
-
-    test::TempDir dir;
-    asio::io_context io;
-    std::unique_ptr<Uring> ring;
-    std::unique_ptr<ChunkStore> store;
-};
-
-}  // namespace
 
 TEST_CASE("chunks: path layout", "[chunks]") {
     CHECK(ChunkStore::chunk_path(entry(0xabc, 2, 0x10)).ends_with("/abc-2-10"));
@@ -154,7 +92,7 @@ TEST_CASE("chunks: never written chunks and holes read as empty or zeros", "[chu
     CHECK_FALSE(std::filesystem::exists(f.file_of(entry(1))));
 }
 
-TEST_CASE("chunks: truncate cuts and never grows or creates; stat of sparse chunks", "[chunks]") {
+TEST_CASE("chunks: truncate cuts and never grows or creates, stat of sparse chunks", "[chunks]") {
     const bool direct = GENERATE(false, true);
     INFO("direct-io " << direct);
     Fixture f(with_direct_io(direct));

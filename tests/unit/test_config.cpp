@@ -1,5 +1,6 @@
 #include "config.hpp"
 #include "log.hpp"
+#include "pfs_proto.h"
 
 #include <catch2/catch.hpp>
 
@@ -212,4 +213,15 @@ TEST_CASE("config: positional words are collected, with options after them", "[c
     auto again = parse(one, {"alpha", "beta"});
     CHECK(again.kind == Kind::error);
     CHECK_THAT(again.message, Catch::Contains("too many"));
+}
+
+TEST_CASE("config: --version prints the program, the version and the protocol", "[config]") {
+    for (const char* flag : {"--version", "-V"}) {
+        auto opts = make_options();
+        auto out = parse(opts, {flag});
+        REQUIRE(out.kind == Kind::version);
+        CHECK(out.message == "pfs-unit-test-no-such-program " + std::string(pfs::version()) + " (protocol " +
+                                 std::to_string(PFS_PROTO_VERSION) + ")\n");
+    }
+    CHECK_FALSE(pfs::version().empty());
 }

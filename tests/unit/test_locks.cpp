@@ -323,6 +323,43 @@ TEST_CASE("sessions expire unless renewed and hand back what they held open", "[
     }
 }
 
+TEST_CASE("a session keeps its epoch while it lives, and a new one has another", "[locks][sessions]") {
+    using namespace std::chrono_literals;
+    Sessions s(2000ms);
+    auto t0 = Sessions::Clock::time_point{} + 100s;
+    CHECK(s.epoch(1) == 0);
+    auto first = s.touch(1, t0);
+    REQUIRE(first);
+    CHECK(*first != 0);
+    CHECK(s.epoch(1) == *first);
+    auto again = s.touch(1, t0 + 1s);
+    REQUIRE(again);
+    CHECK(*again == *first);  // renewed: the same session
+    auto other = s.touch(2, t0);
+    REQUIRE(other);
+    CHECK(*other != *first);
+
+    SECTION("expired, the next request starts a session of another epoch") {
+        REQUIRE(s.expire(t0 + 3001ms).size() == 2);
+        CHECK(s.epoch(1) == 0);
+        auto next = s.touch(1, t0 + 4s);
+        REQUIRE(next);
+        CHECK(*next != *first);
+    }
+    SECTION("ended, likewise") {
+        REQUIRE(s.end(1));
+        auto next = s.touch(1, t0 + 2s);
+        REQUIRE(next);
+        CHECK(*next != *first);
+    }
+    SECTION("another table (a restarted server) gives other epochs") {
+        Sessions restarted(2000ms);
+        auto after = restarted.touch(1, t0);
+        REQUIRE(after);
+        CHECK(*after != *first);
+    }
+}
+
 TEST_CASE("lock messages round trip and refuse bad enumerations and ranges", "[locks][proto]") {
     pfs_lock_req m{kFile, PFS_LOCK_POSIX, PFS_LOCK_WRITE, 100, kEof, 0xffff888012345678ull, 4242};
     auto bytes = encode(pfs_x_lock_req, m);

@@ -49,7 +49,7 @@ public:
         const pfs_entry_id node = pick_live(nodes_);
         std::string name = some_name();
         int rc = 0;
-        switch (below(25)) {
+        switch (below(27)) {
             case 0:
             case 1: {
                 auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2));
@@ -155,9 +155,9 @@ public:
                 break;
             }
             case 21: {
-                static const uint8_t types[] = {DT_REG, DT_DIR, DT_LNK};
+                static const uint8_t types[] = {DT_REG, DT_DIR, DT_LNK, DT_FIFO};
                 pfs_entry_id id = below(3) ? remote_id(next_remote_++) : node;
-                uint8_t type = below(2) ? uint8_t{DT_DIR} : types[below(3)];
+                uint8_t type = below(2) ? uint8_t{DT_DIR} : types[below(4)];
                 if (auto a = ns.getattr(id); a && below(2)) type = dtype_of_mode(a->mode);
                 rc = err(ns.link_moved(dir, name, id, type, below(4) == 0, now));
                 break;
@@ -183,6 +183,22 @@ public:
                     if (below(2)) ids.push_back(key.id());
                 if (below(4) == 0) ids.push_back(node);
                 rc = ids.empty() ? -ENOENT : err(ns.reaped(ids));
+                break;
+            }
+            case 26: {
+                auto r = ns.tmpfile(dir, 0600, 0, 0, now, chooser());
+                if (r) {
+                    nodes_.push_back(r->id);
+                    if (below(2) && !ns.open(r->id)) open_.push_back(r->id);
+                }
+                rc = err(r);
+                break;
+            }
+            case 25: {
+                static const uint32_t types[] = {S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK, S_IFREG};
+                auto r = ns.mknod(dir, name, types[below(5)] | 0640, pfs_encode_dev(8, below(300)), 0, 0, now);
+                if (r) nodes_.push_back(r->id);
+                rc = err(r);
                 break;
             }
         }
@@ -271,6 +287,8 @@ Namespace small_namespace() {
     REQUIRE(fs.ns.set_xattr(f, "user.k", std::string("v\0w", 3), 0, fs.tick()));
     REQUIRE(fs.ns.set_pattern(d, StripePattern{1u << 16, 2, 3}, fs.tick()));
     REQUIRE(fs.ns.symlink(d, "l", "f", 0, 0, fs.tick()));
+    REQUIRE(fs.ns.mknod(d, "p", S_IFIFO | 0640, 0, 1, 2, fs.tick()));
+    REQUIRE(fs.ns.mknod(root, "tty", S_IFCHR | 0620, pfs_encode_dev(4, 1), 0, 5, fs.tick()));
     fs.file(fs.dir(d, "e"), "g");
     auto o = fs.file(root, "orphan");
     REQUIRE(fs.ns.open(o));
@@ -306,6 +324,8 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         DropEntryOp{p, "moved", pfs_entry_id{9, 8, 1}, at(25)},
         DetachedUnlinkOp{id, true},
         ReapedOp{{id, p}},
+        MknodOp{p, "dev", id, S_IFCHR | 0620, pfs_encode_dev(4000, 300000), 9, 10, at(26)},
+        TmpfileOp{p, id, 0600, 11, 12, StripeLayout{1u << 20, 3, {4, 5}}, at(27)},
     };
     REQUIRE(ops.size() == std::variant_size_v<Op>);
     for (const auto& op : ops) {

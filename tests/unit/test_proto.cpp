@@ -3,6 +3,8 @@
 // status mapping.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
+
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -1017,6 +1019,59 @@ TEST_CASE("proto: enumerations out of range are rejected", "[proto]")
 	}
 }
 
+TEST_CASE("proto: special files: MKNOD, rdev, btime, d_type", "[proto]")
+{
+	SECTION("MKNOD takes special types with permission bits only") {
+		Msg m(pfs_x_mknod);
+		m.body.dir = { 1, 2, 1 };
+		set_str(m.body.name, "tty");
+		m.body.mode = 0020620;
+		m.body.rdev = pfs_encode_dev(4, 1);
+		check_message(m);
+		// the mode sits after the id (16) and the name (2 + 3)
+		const unsigned bad[] = { 0100644, 0040755, 0120777, 0,
+					 0170000 | 0600, 0010000 | 0200000 };
+		for (unsigned mode : bad) {
+			INFO("mode 0" << std::oct << mode);
+			CHECK(decode_patched(pfs_x_mknod, m.body, [&](Bytes &b) {
+				      put_u32(b, 21, mode);
+			      }) == -EBADMSG);
+		}
+		for (unsigned mode : { 0010644u, 0140755u, 0020600u, 0060600u })
+			CHECK(decode_patched(pfs_x_mknod, m.body, [&](Bytes &b) {
+				      put_u32(b, 21, mode);
+			      }) == 0);
+	}
+	SECTION("attributes carry rdev and btime") {
+		Msg m(pfs_x_attr);
+		m.body.id = { 77, 2, 1 };
+		m.body.mode = 0060600;
+		m.body.nlink = 1;
+		m.body.rdev = pfs_encode_dev(4000, 300000);
+		m.body.btime = { 1700000000, 999999999 };
+		check_message(m);
+		Msg<struct pfs_attr> out(pfs_x_attr);
+		REQUIRE(decode(out, encode(m)) == 0);
+		CHECK(pfs_dev_major(out.body.rdev) == 4000);
+		CHECK(pfs_dev_minor(out.body.rdev) == 300000);
+		CHECK(out.body.btime.sec == 1700000000);
+	}
+	SECTION("entries moved in of unknown types are refused") {
+		auto rl = zeroed<struct pfs_remote_link>();
+		for (unsigned t = 0; t < 256; t++) {
+			bool known = t == DT_FIFO || t == DT_CHR || t == DT_DIR ||
+				     t == DT_BLK || t == DT_REG || t == DT_LNK ||
+				     t == DT_SOCK;
+			INFO("type " << t);
+			// after the dir id (16), the empty name (2), the id (16)
+			CHECK(decode_patched(pfs_x_remote_link, rl, [&](Bytes &b) {
+				      b.at(34) = (std::uint8_t)t;
+			      }) == (known ? 0 : -EBADMSG));
+			CHECK(pfs_dtype_valid((__u8)t) == known);
+		}
+	}
+}
+
 TEST_CASE("proto: capacity with free > total is rejected", "[proto]")
 {
 	auto c = sample<struct pfs_capacity>();
@@ -1177,7 +1232,9 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 			in[0] %= 8;
 		}
 		if (i % 4 == 1 && in.size() >= PFS_HEADER_SIZE) {
-			std::memcpy(in.data(), "PFS1\x02\x00", 6);
+			std::memcpy(in.data(), "PFS1", 4);
+			in[4] = PFS_PROTO_VERSION;
+			in[5] = 0;
 			in[8] &= PFS_FLAGS_KNOWN;	// flags
 			in[9] = in[10] = in[11] = 0;
 			in[14] = in[15] = 0;		// payload_len
@@ -1215,6 +1272,9 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 		garbage(Msg(pfs_x_chunk_truncate), in);
 		garbage(Msg(pfs_x_chunk_stat), in);
 		garbage(Msg(pfs_x_chunk_written), in);
+		garbage(Msg(pfs_x_mknod), in);
+		garbage(Msg(pfs_x_attr), in);
+		garbage(Msg(pfs_x_dirent), in);
 		garbage(ListMsg(pfs_x_node_info,
 				PFS_NODE_INFO_MIN_SIZE), in);
 		garbage(ListMsg(pfs_x_target_info,

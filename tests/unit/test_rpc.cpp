@@ -28,6 +28,8 @@ const auth::Secret kSecret = secret_of("the-cluster-secret-0123456789");
 
 constexpr uint16_t kEcho = 900;     // replies with its payload, after a delay in its first byte (ms)
 constexpr uint16_t kNotifyMe = 901;  // pushes a notification, then replies
+constexpr uint16_t kEpoch = 902;     // fails (EAGAIN) when its payload is empty; both with a session epoch
+constexpr uint16_t kHangUp = 903;    // closes the connection instead of replying
 
 struct Fixture {
     asio::io_context io;
@@ -46,6 +48,15 @@ struct Fixture {
                 co_await t.async_wait(asio::use_awaitable);
             }
             co_return Reply::ok(body);
+        }, PFS_SENT_BY_ANY);
+        server->handle(kEpoch, [](Request& req) -> awaitable<Reply> {
+            Reply r = req.frame.payload.empty() ? Reply::fail(EAGAIN, "busy") : Reply::ok();
+            r.session_epoch = 0x1122334455667788ull;
+            co_return r;
+        }, PFS_SENT_BY_ANY);
+        server->handle(kHangUp, [](Request& req) -> awaitable<Reply> {
+            req.conn->close();
+            co_return Reply::ok();
         }, PFS_SENT_BY_ANY);
         server->handle(kNotifyMe, [](Request& req) -> awaitable<Reply> {
             req.conn->send(Frame{make_header(PFS_MSG_MAP_CHANGED, PFS_FLAG_NOTIFY), bytes(1, 2, 3)});
@@ -264,6 +275,47 @@ TEST_CASE("notifications are delivered apart from replies", "[rpc]") {
     });
 }
 
+TEST_CASE("a reply's session epoch reaches the caller, whatever its status", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        auto ok = co_await c->call(kEpoch, bytes(1));
+        REQUIRE(ok);
+        CHECK(ok->status == PFS_OK);
+        CHECK(ok->session_epoch == 0x1122334455667788ull);
+        auto failed = co_await c->call(kEpoch, Bytes());
+        REQUIRE(failed);
+        CHECK(failed->status == EAGAIN);
+        CHECK(failed->session_epoch == 0x1122334455667788ull);
+        auto plain = co_await c->call(kEcho, bytes(0));
+        REQUIRE(plain);
+        CHECK(plain->session_epoch == 0);
+        f.server->stop();
+        c->close();
+    });
+}
+
+TEST_CASE("a lost connection is reported, one closed by its owner is not", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        auto c = f.client();
+        int lost = 0;
+        c->on_disconnected([&] { ++lost; });
+        REQUIRE(co_await c->call(kEcho, bytes(0)));
+        auto cut = co_await c->call(kHangUp, Bytes());
+        REQUIRE_FALSE(cut);
+        CHECK(lost == 1);
+        REQUIRE(co_await c->call(kEcho, bytes(0)));  // reconnected
+        c->close();
+        asio::steady_timer t(f.io, 100ms);
+        co_await t.async_wait(asio::use_awaitable);
+        CHECK(lost == 1);
+        f.server->stop();
+    });
+}
+
 TEST_CASE("a client pool spreads concurrent calls over its connections", "[rpc]") {
     Fixture f;
     f.start_server();
@@ -287,6 +339,64 @@ TEST_CASE("a client pool spreads concurrent calls over its connections", "[rpc]"
         CHECK(completed == n);
         CHECK(used.size() == 4);
         for (const auto& c : used) CHECK(c->connects() == 1);
+        pool.close();
+        f.server->stop();
+    });
+}
+
+TEST_CASE("a refused connect does not make later calls fail fast: a restarted server is used at once", "[rpc]") {
+    Fixture f;
+    f.start_server();
+    f.run([&]() -> awaitable<void> {
+        ClientConfig cfg;
+        cfg.backoff_min = 5s;  // far longer than the test
+        auto c = f.client(kSecret, cfg);
+        uint16_t port = f.port;
+        auto old = std::move(f.server);
+        old->stop();
+        auto down = co_await c->call(PFS_MSG_PING, Bytes());
+        REQUIRE_FALSE(down);
+        CHECK(down.error().code == -ECONNREFUSED);
+        CHECK_FALSE(c->backing_off());
+        f.start_server(port);
+        auto up = co_await c->call(PFS_MSG_PING, Bytes());
+        INFO((up ? std::string("ok") : up.error().message));
+        CHECK(up);
+        c->close();
+        f.server->stop();
+    });
+}
+
+TEST_CASE("a pool whose peer came back serves on a live connection, not with a stale connect error", "[rpc]") {
+    Fixture f;
+    f.run([&]() -> awaitable<void> {
+        // A peer that takes connections but never answers the handshake:
+        // connecting times out, which starts a back-off.
+        tcp::acceptor silent(f.io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        uint16_t port = silent.local_endpoint().port();
+        ClientConfig cfg;
+        cfg.connect_timeout = 100ms;
+        cfg.backoff_min = 5s;  // far longer than the test: only a reset lets a connection retry
+        cfg.backoff_max = 5s;
+        ClientPool pool(f.io.get_executor(), Endpoint{"127.0.0.1", port}, kSecret, 2, cfg);
+        auto a = pool.pick();
+        REQUIRE_FALSE(co_await a->call(PFS_MSG_PING, Bytes()));
+        auto b = pool.pick();
+        CHECK(b != a);  // a fails fast for a while: not picked
+        REQUIRE_FALSE(co_await b->call(PFS_MSG_PING, Bytes()));
+        CHECK(a->backing_off());
+        CHECK(b->backing_off());
+        // The real server takes the port, and one connection gets through.
+        silent.close();
+        f.start_server(port);
+        a->retry_now();
+        REQUIRE(co_await a->call(PFS_MSG_PING, Bytes()));
+        CHECK_FALSE(b->backing_off());
+        for (int i = 0; i < 4; ++i) {
+            auto r = co_await pool.pick()->call(PFS_MSG_PING, Bytes());
+            INFO((r ? std::string("ok") : r.error().message));
+            CHECK(r);
+        }
         pool.close();
         f.server->stop();
     });

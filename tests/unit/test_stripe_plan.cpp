@@ -82,3 +82,36 @@ TEST_CASE("layouts are validated", "[libpfs]") {
     CHECK_FALSE(check_layout(layout(64u << 10, 0)));
     CHECK_FALSE(check_layout(layout(1u << 31, 2)));
 }
+
+TEST_CASE("a file range is one chunk file range per target, and maps back", "[libpfs]") {
+    std::mt19937_64 rng(7);
+    for (int round = 0; round < 200; ++round) {
+        auto l = layout(64u << 10 << (rng() % 3), 1 + rng() % 5);
+        const auto n = static_cast<uint32_t>(l.targets.size());
+        const uint64_t span = uint64_t{l.chunk_size} * n * 4;
+        const uint64_t start = rng() % span, length = 1 + rng() % span;
+        // Reference: every byte of the range, on its target.
+        std::vector<uint64_t> lo(n, UINT64_MAX), hi(n, 0), count(n, 0);
+        for (uint64_t off = start; off < start + length; ++off) {
+            auto [t, c] = locate(l, off);
+            lo[t] = std::min(lo[t], c);
+            hi[t] = std::max(hi[t], c + 1);
+            ++count[t];
+            REQUIRE(pfs_stripe_file_offset(l.chunk_size, n, t, c) == off);
+        }
+        auto ranges = chunk_ranges(l, start, length);
+        uint64_t total = 0;
+        for (const auto& r : ranges) {
+            INFO("target " << r.target_index << " chunk " << l.chunk_size << " targets " << n);
+            CHECK(r.offset == lo[r.target_index]);
+            CHECK(r.offset + r.length == hi[r.target_index]);
+            CHECK(r.length == count[r.target_index]);  // contiguous in the chunk file
+            total += r.length;
+        }
+        CHECK(total == length);
+        // The chunk file's end for a file of a size is where its range from 0 ends.
+        for (uint32_t t = 0; t < n; ++t)
+            CHECK(pfs_stripe_target_from(l.chunk_size, n, t, start + length) ==
+                  pfs_stripe_target_size(l.chunk_size, n, t, start + length));
+    }
+}

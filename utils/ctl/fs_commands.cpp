@@ -72,7 +72,7 @@ std::string render_long(const std::vector<Listed>& items) {
         std::string name = item.entry.name;
         if (!item.link_target.empty()) name += " -> " + item.link_target;
         table.add_row({mode_string(a.mode), std::to_string(a.nlink), std::to_string(a.uid), std::to_string(a.gid),
-                       std::to_string(a.size), format_time(a.mtime), name});
+                       size_or_device(a), format_time(a.mtime), name});
     }
     return table.render();
 }

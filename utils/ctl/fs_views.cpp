@@ -87,10 +87,19 @@ json entry_id_json(const pfs_entry_id& id) {
     return {{"ino", id.ino}, {"owner_node", id.owner_node}, {"generation", id.generation}};
 }
 
+static bool is_device(const pfs_attr& a) { return S_ISCHR(a.mode) || S_ISBLK(a.mode); }
+
+std::string size_or_device(const pfs_attr& a) {
+    if (!is_device(a)) return std::to_string(a.size);
+    return std::to_string(pfs_dev_major(a.rdev)) + ", " + std::to_string(pfs_dev_minor(a.rdev));
+}
+
 void add_attr_json(json& out, const pfs_attr& a) {
     out["type"] = entry_type_name(a.mode);
     out["entry_id"] = entry_id_json(a.id);
     out["size"] = a.size;
+    if (is_device(a)) out["rdev"] = {{"major", pfs_dev_major(a.rdev)}, {"minor", pfs_dev_minor(a.rdev)}};
+    out["btime"] = epoch_seconds(a.btime);
     out["mode"] = a.mode;
     out["mode_string"] = mode_string(a.mode);
     out["uid"] = a.uid;
@@ -122,13 +131,15 @@ std::vector<std::pair<std::string, std::string>> attr_fields(const std::string& 
     return {{"Path", path},
             {"Type", entry_type_name(a.mode)},
             {"Entry ID", entry_id_string(a.id)},
-            {"Size", size},
+            is_device(a) ? std::pair<std::string, std::string>{"Device", size_or_device(a)}
+                         : std::pair<std::string, std::string>{"Size", size},
             {"Mode", mode_string(a.mode) + " (" + octal(a.mode) + ")"},
             {"Owner", "uid " + std::to_string(a.uid) + ", gid " + std::to_string(a.gid)},
             {"Links", std::to_string(a.nlink)},
             {"Accessed", format_time(a.atime)},
             {"Modified", format_time(a.mtime)},
-            {"Changed", format_time(a.ctime)}};
+            {"Changed", format_time(a.ctime)},
+            {"Born", format_time(a.btime)}};
 }
 
 std::string format_chunk_size(uint32_t bytes) {

@@ -20,6 +20,8 @@ const char* entry_type_name(uint32_t mode);
 const char* dirent_type_name(uint8_t type);
 // "-rw-r--r--", "drwxr-sr-x", "lrwxrwxrwx"
 std::string mode_string(uint32_t mode);
+// ls -l's size column: a device's "major, minor", else the size.
+std::string size_or_device(const pfs_attr& attr);
 // "ino:owner_node:generation"
 std::string entry_id_string(const pfs_entry_id& id);
 // Local time, "2024-05-01 12:34:56".

@@ -93,6 +93,10 @@ int run(int argc, char** argv) {
         std::fputs(full_help(options).c_str(), stdout);
         return kExitOk;
     }
+    if (outcome.kind == ParseOutcome::Kind::version) {
+        std::fputs(outcome.message.c_str(), stdout);
+        return kExitOk;
+    }
     if (outcome.kind == ParseOutcome::Kind::error) {
         std::string msg = outcome.message;  // fail() adds its own hint
         if (msg.ends_with(" (try --help)")) msg.resize(msg.size() - sizeof " (try --help)" + 1);

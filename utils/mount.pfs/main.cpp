@@ -8,6 +8,7 @@
 // (systemd orders it after network-online.target); the helper drops it:
 //     pfs  /mnt/pfs  pfs  _netdev,nofail  0  0
 #include "mount_plan.hpp"
+#include "pfs_proto.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "or -o config=PATH).\n"
     "\n"
     "  -f  fake: print the mount(2) call instead of making it\n"
+    "  -V, --version  print the version and exit\n"
     "  -v  verbose: print the config, the resolved source and the options\n"
     "  -s, -n  accepted and ignored (sloppy, no mtab)\n"
     "  -N NS   mount in the mount namespace of PID NS, or of the namespace file NS\n"
@@ -89,6 +91,10 @@ int main(int argc, char** argv) {
     if (!inv) return fail(kExitUsage, inv.error().message + " (try --help)");
     if (inv->help) {
         std::fputs(kUsage, stdout);
+        return kExitOk;
+    }
+    if (inv->version) {
+        std::printf("mount.pfs %s (protocol %d)\n", PFS_VERSION, PFS_PROTO_VERSION);
         return kExitOk;
     }
     auto options = parse_mount_options(inv->options);

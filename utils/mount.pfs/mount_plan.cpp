@@ -164,6 +164,10 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args) {
             inv.help = true;
             continue;
         }
+        if (arg == "--version") {
+            inv.version = true;
+            continue;
+        }
         for (size_t pos = 1; pos < arg.size(); ++pos) {
             char c = arg[pos];
             std::string value;
@@ -179,6 +183,9 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args) {
                 break;
             case 'h':
                 inv.help = true;
+                break;
+            case 'V':
+                inv.version = true;
                 break;
             case 'o':
             case 'N':
@@ -201,7 +208,7 @@ Result<Invocation> parse_command_line(const std::vector<std::string>& args) {
             }
         }
     }
-    if (inv.help) return inv;
+    if (inv.help || inv.version) return inv;
     if (words.size() != 2) {
         return usage_error(words.size() < 2 ? "expected SOURCE and DIR"
                                             : "too many arguments: '" + words[2] + "'");

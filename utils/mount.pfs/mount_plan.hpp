@@ -30,6 +30,7 @@ struct Invocation {
     bool fake = false;         // -f
     bool verbose = false;      // -v
     bool help = false;         // -h / --help: nothing else is required
+    bool version = false;      // -V / --version: likewise
 };
 
 Result<Invocation> parse_command_line(const std::vector<std::string>& args);

@@ -149,6 +149,8 @@ extern const struct t_group t_group_life, t_group_rename, t_group_links,
 	t_group_perms, t_group_acl, t_group_xattr, t_group_sparse,
 	t_group_append, t_group_truncate, t_group_mmap, t_group_fsync,
 	t_group_direct, t_group_unlinked, t_group_locks, t_group_readdir,
-	t_group_cross;
+	t_group_cross, t_group_space,
+	t_group_special, t_group_replaced, t_group_statx,
+	t_group_tmpfile;
 
 #endif

@@ -382,6 +382,9 @@ static void cut_unsynced(int direct)
 	SYS(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
 	SYS(close(fd));
 	t_expect_file("f", want, END);
+	/* every stripe, through the other client too */
+	if (t_have_mount2())
+		t_expect_file(t_path2("f"), want, END);
 }
 
 static void truncate_cuts_unsynced(void)

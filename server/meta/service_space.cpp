@@ -1,0 +1,45 @@
+// pfs-meta's handlers for the space of files: FALLOCATE (allocate, punch,
+// zero on the chunk files, then the size) and GET_LAYOUT.
+#include <sys/stat.h>
+
+#include "service.hpp"
+#include "service_helpers.hpp"
+
+namespace pfs::meta {
+
+awaitable<Reply> Service::on_fallocate(Request& req) {
+    auto m = body(req, pfs_x_fallocate);
+    if (!m) co_return malformed(PFS_MSG_FALLOCATE);
+    auto attr = ns_->getattr(m->id);
+    if (!attr) co_return Reply::from(attr.error());
+    if (S_ISDIR(attr->mode)) co_return Reply::fail(EISDIR, "fallocate of a directory");
+    if (!S_ISREG(attr->mode)) co_return Reply::fail(ENODEV, "fallocate of a file that is not regular");
+    // Changes the data like a write does: whoever may write may do it.
+    if (auto st = allowed(req, m->id, W_OK); !st) co_return Reply::from(st.error());
+    auto layout = ns_->layout(m->id);
+    if (!layout) co_return Reply::from(layout.error());
+    // The chunks first, durably: the size committed below never covers
+    // space that a crash left unallocated, nor data a punch left behind.
+    if (auto st = co_await files_.fallocate(*layout, m->id, m->mode, m->offset, m->length); !st)
+        co_return Reply::from(st.error());
+    const Timespec stamp = now();
+    AttrChanges changes;
+    changes.mtime = stamp;
+    const uint64_t end = m->offset + m->length;
+    if (!(m->mode & PFS_FALLOC_KEEP_SIZE) && end > attr->size) changes.size = end;
+    auto out = ns_->setattr(m->id, changes, stamp);
+    if (!out) co_return Reply::from(out.error());
+    changed(req, std::span<const pfs_entry_id>(&m->id, 1));
+    co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
+}
+
+awaitable<Reply> Service::on_get_layout(Request& req) {
+    auto m = body(req, pfs_x_entry_id);
+    if (!m) co_return malformed(PFS_MSG_GET_LAYOUT);
+    auto layout = ns_->layout(*m);
+    if (!layout) co_return Reply::from(layout.error());
+    auto reply = ok_with(pfs_x_layout, to_wire(*layout));
+    co_return reply ? std::move(*reply) : Reply::from(reply.error());
+}
+
+}  // namespace pfs::meta
