@@ -132,6 +132,7 @@ static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
 	r->data = *data;
 	iov_iter_truncate(&r->data, len);
 	r->wire = r->data;
+	r->rpc.bulk = true;
 	if (type == PFS_MSG_CHUNK_WRITE)
 		r->rpc.req_data = &r->wire;
 	else

@@ -347,8 +347,9 @@ FrameTag FrameMac::seal(std::span<const uint8_t> header, std::initializer_list<s
     return tag(tx_dir_, tx_seq_++, header, payload);
 }
 
-bool FrameMac::verify(std::span<const uint8_t> header, std::span<const uint8_t> payload, const FrameTag& got) {
-    FrameTag want = tag(rx_dir_, rx_seq_++, header, {payload});
+bool FrameMac::verify(std::span<const uint8_t> header, std::initializer_list<std::span<const uint8_t>> payload,
+                      const FrameTag& got) {
+    FrameTag want = tag(rx_dir_, rx_seq_++, header, payload);
     return CRYPTO_memcmp(want.data(), got.data(), want.size()) == 0;
 }
 

@@ -131,8 +131,9 @@ public:
     // The tag of the next frame sent (the header as encoded, then the
     // payload's pieces in order).
     FrameTag seal(std::span<const uint8_t> header, std::initializer_list<std::span<const uint8_t>> payload);
-    // Whether tag is the next received frame's.
-    bool verify(std::span<const uint8_t> header, std::span<const uint8_t> payload, const FrameTag& tag);
+    // Whether tag is the next received frame's (its payload's pieces in order).
+    bool verify(std::span<const uint8_t> header, std::initializer_list<std::span<const uint8_t>> payload,
+                const FrameTag& tag);
 
 private:
     FrameTag tag(char direction, uint64_t seq, std::span<const uint8_t> header,

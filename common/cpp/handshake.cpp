@@ -5,7 +5,7 @@
 namespace pfs {
 namespace {
 
-Error timed_out_or(const Connection::Deadline& deadline, Error e) {
+Error timed_out_or(const Channel::Deadline& deadline, Error e) {
     if (deadline.expired()) return Error{-ETIMEDOUT, "authentication handshake timed out"};
     return e;
 }
@@ -29,7 +29,7 @@ struct Wiped {
 };
 
 // From now on every frame both ways carries a MAC under the session key.
-void start_frame_macs(Connection& conn, const auth::Key& role_key, const auth::Nonce& server_nonce,
+void start_frame_macs(Channel& conn, const auth::Key& role_key, const auth::Nonce& server_nonce,
                       const auth::Nonce& client_nonce, bool server_side) {
     auth::Key session = auth::session_key(role_key, server_nonce, client_nonce);
     conn.set_frame_mac(std::make_unique<auth::FrameMac>(session, server_side));
@@ -38,9 +38,9 @@ void start_frame_macs(Connection& conn, const auth::Key& role_key, const auth::N
 
 }  // namespace
 
-awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
+awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret,
                                              std::chrono::milliseconds timeout, bool require_mac) {
-    Connection::Deadline deadline(conn, timeout);
+    Channel::Deadline deadline(conn, timeout);
     pfs_auth_challenge challenge{};
     auth::Nonce server_nonce = auth::random_nonce();
     std::copy(server_nonce.begin(), server_nonce.end(), challenge.nonce);
@@ -79,12 +79,12 @@ awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Connection> conn, c
     co_return peer;
 }
 
-awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret, auth::Role role,
+awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret, auth::Role role,
                                    bool want_mac, std::chrono::milliseconds timeout) {
     auto key = secret.key(role);
     if (!key) co_return key.error();
     Wiped wipe{*key};
-    Connection::Deadline deadline(conn, timeout);
+    Channel::Deadline deadline(conn, timeout);
     auto frame = co_await conn->read_frame(kHandshakeMaxPayload);
     if (!frame) co_return timed_out_or(deadline, frame.error());
     if (frame->header.type != PFS_MSG_AUTH_CHALLENGE) co_return unexpected(*frame, "AUTH_CHALLENGE");

@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "auth_crypto.hpp"
-#include "connection.hpp"
+#include "channel.hpp"
 
 namespace pfs {
 
@@ -24,10 +24,10 @@ struct PeerAuth {
 };
 
 // require_mac: frame MACs whether the client asks for them or not.
-awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret,
+awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret,
                                              std::chrono::milliseconds timeout, bool require_mac);
 // want_mac: ask for frame MACs (the server may require them anyway).
-awaitable<Status> client_handshake(std::shared_ptr<Connection> conn, const auth::Secret& secret, auth::Role role,
+awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret, auth::Role role,
                                    bool want_mac, std::chrono::milliseconds timeout);
 
 }  // namespace pfs

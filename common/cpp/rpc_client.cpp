@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "handshake.hpp"
+#include "tcp_channel.hpp"
 #include "log.hpp"
 
 namespace pfs {
@@ -42,6 +43,7 @@ struct RpcClient::Pending {
     explicit Pending(asio::any_io_executor ex) : done(ex) {}
     asio::steady_timer done;  // cancelled when the result is in
     std::optional<Result<Frame>> result;
+    BulkTicket bulk;  // the caller's bulk memory, lent to the channel until the call ends
 };
 
 std::shared_ptr<RpcClient> RpcClient::create(asio::any_io_executor ex, Endpoint peer, auth::Secret secret,
@@ -74,7 +76,7 @@ void RpcClient::fail_all(const Error& e) {
     }
 }
 
-awaitable<Result<std::shared_ptr<Connection>>> RpcClient::connect_once() {
+awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_once() {
     boost::system::error_code ec;
     tcp::resolver resolver(ex_);
     auto results = co_await resolver.async_resolve(peer_.host, std::to_string(peer_.port),
@@ -95,7 +97,7 @@ awaitable<Result<std::shared_ptr<Connection>>> RpcClient::connect_once() {
     if (expired) co_return Error{-ETIMEDOUT, "cannot connect to " + peer_.str() + ": timed out"};
     if (ec) co_return Error{-ec.value(), "cannot connect to " + peer_.str() + ": " + ec.message()};
 
-    auto conn = std::make_shared<Connection>(std::move(socket));
+    auto conn = std::make_shared<TcpChannel>(std::move(socket));
     auto auth = co_await client_handshake(conn, secret_, config_.role, config_.frame_mac, config_.connect_timeout);
     if (!auth) {
         conn->close();
@@ -141,7 +143,7 @@ awaitable<Status> RpcClient::ensure_connected() {
     co_return ok_status();
 }
 
-awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
+awaitable<void> RpcClient::read_loop(std::shared_ptr<Channel> conn) {
     auto self = shared_from_this();
     Error lost{-ECONNRESET, "connection to " + peer_.str() + " lost"};
     while (conn->is_open()) {
@@ -173,7 +175,7 @@ awaitable<void> RpcClient::read_loop(std::shared_ptr<Connection> conn) {
 }
 
 awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout,
-                                         uint64_t client_id, const Credentials* as) {
+                                         uint64_t client_id, const Credentials* as, Bulk bulk) {
     auto self = shared_from_this();
     ++active_calls_;
     struct Done {
@@ -205,8 +207,16 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
             groups = encode_groups(as->groups);
             if (!groups.empty()) header.flags |= PFS_FLAG_GROUPS;
         }
-        // Moved, not copied: a chunk write's payload is its data.
-        conn_->send(header, std::move(groups), std::move(payload));
+        if (bulk.empty()) {
+            conn_->send(header, std::move(groups), std::move(payload));
+        } else {
+            auto ticket = conn_->send_request(header, std::move(groups), std::move(payload), bulk);
+            if (!ticket) {
+                pending_.erase(id);
+                co_return ticket.error();
+            }
+            pending->bulk = std::move(*ticket);
+        }
     }
 
     boost::system::error_code ec;
@@ -219,8 +229,14 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     if (!*pending->result) co_return pending->result->error();
     const Frame& frame = pending->result->value();
     if (frame.header.type != type) co_return Error{PFS_E_PROTO, "reply of the wrong type from " + peer_.str()};
+    if (!bulk.empty() != !!(frame.header.flags & PFS_FLAG_BULK))
+        co_return Error{PFS_E_PROTO, "reply with or without bulk data against its request from " + peer_.str()};
     auto reply = decode_reply(frame.payload);
-    if (reply) reply->session_epoch = frame.header.client_seq;
+    if (!reply) co_return reply;
+    reply->session_epoch = frame.header.client_seq;
+    reply->data_len = frame.data_len;
+    if (reply->data_len && reply->status != PFS_OK)
+        co_return Error{PFS_E_PROTO, "failed reply with bulk data from " + peer_.str()};
     co_return reply;
 }
 

@@ -15,7 +15,7 @@
 #include <unordered_set>
 
 #include "auth_crypto.hpp"
-#include "connection.hpp"
+#include "channel.hpp"
 
 namespace pfs {
 
@@ -62,9 +62,11 @@ public:
 
     // Sends a request and waits for its reply (or the timeout: 0 = default).
     // client_id goes into the header: the client session it belongs to;
-    // as: whom it acts for (uid, gid and groups; none: 0, 0).
+    // as: whom it acts for (uid, gid and groups; none: 0, 0); bulk: data
+    // sent beside the payload, and where the reply's data goes (its length
+    // in Reply::data_len).
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {},
-                                  uint64_t client_id = 0, const Credentials* as = nullptr);
+                                  uint64_t client_id = 0, const Credentials* as = nullptr, Bulk bulk = {});
 
     // Unsolicited frames (PFS_FLAG_NOTIFY) from the peer.
     void on_notify(std::function<void(const Frame&)> fn) { on_notify_ = std::move(fn); }
@@ -98,15 +100,15 @@ private:
     awaitable<Status> ensure_connected();
     // The connection acts for client_id from now on (BIND_CLIENT).
     awaitable<Status> bind(uint64_t client_id);
-    awaitable<Result<std::shared_ptr<Connection>>> connect_once();
-    awaitable<void> read_loop(std::shared_ptr<Connection> conn);
+    awaitable<Result<std::shared_ptr<Channel>>> connect_once();
+    awaitable<void> read_loop(std::shared_ptr<Channel> conn);
     void fail_all(const Error& e);
 
     asio::any_io_executor ex_;
     Endpoint peer_;
     auth::Secret secret_;
     ClientConfig config_;
-    std::shared_ptr<Connection> conn_;
+    std::shared_ptr<Channel> conn_;
     std::unordered_map<uint64_t, std::shared_ptr<Pending>> pending_;
     uint64_t next_request_id_ = 1;
     uint64_t connects_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "handshake.hpp"
+#include "tcp_channel.hpp"
 #include "log.hpp"
 
 namespace pfs {
@@ -128,7 +129,7 @@ awaitable<void> RpcServer::accept_loop() {
             co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             continue;
         }
-        auto conn = std::make_shared<Connection>(std::move(socket));
+        auto conn = std::make_shared<TcpChannel>(std::move(socket));
         if (*connections_ >= config_.max_connections) {
             warn("too many connections, refusing", conn->peer());
             conn->close();
@@ -143,7 +144,7 @@ awaitable<void> RpcServer::accept_loop() {
     }
 }
 
-void RpcServer::admit_unauthenticated(const std::shared_ptr<Connection>& conn) {
+void RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
     const std::string& host = conn->peer_address();
     // The oldest handshake has had the longest to finish: it makes room,
     // among those of the same address first.
@@ -166,7 +167,7 @@ void RpcServer::admit_unauthenticated(const std::shared_ptr<Connection>& conn) {
     ++unauthenticated_per_host_[host];
 }
 
-awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
+awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
     auto counter = connections_;
     ++*counter;
     struct Release {
@@ -198,15 +199,15 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
             state->slot.expires_after(std::chrono::hours(1));
             co_await state->slot.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
-        ByteBudget::Lease lease;
+        Held held;
         std::vector<uint32_t> groups;
-        auto frame = co_await read_request(*conn, lease, groups);
+        auto frame = co_await read_request(*conn, held, groups);
         if (!frame) {
             if (frame.error().code != -ECONNRESET)
                 log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", frame.error().message}});
             break;
         }
-        if (frame->header.flags & ~PFS_FLAG_GROUPS) {
+        if (frame->header.flags & ~(PFS_FLAG_GROUPS | PFS_FLAG_BULK)) {
             log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
             break;
         }
@@ -219,14 +220,13 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Connection> conn) {
             continue;
         }
         ++state->in_flight;
-        asio::co_spawn(conn->executor(), dispatch(conn, std::move(*frame), std::move(groups), state, std::move(lease)),
+        asio::co_spawn(conn->executor(), dispatch(conn, std::move(*frame), std::move(groups), state, std::move(held)),
                        asio::detached);
     }
     conn->close_when_sent();
 }
 
-awaitable<Result<Frame>> RpcServer::read_request(Connection& conn, ByteBudget::Lease& lease,
-                                                  std::vector<uint32_t>& groups) {
+awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std::vector<uint32_t>& groups) {
     // An idle connection may wait for ever; once a frame has begun, its
     // payload is charged first, then must arrive within frame_timeout.
     auto header = co_await conn.read_header(config_.max_payload);
@@ -238,13 +238,25 @@ awaitable<Result<Frame>> RpcServer::read_request(Connection& conn, ByteBudget::L
     // sends it holds the budget no longer than frame_timeout.
     auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
     if (!granted) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory)"};
-    lease = std::move(*granted);
-    Connection::Deadline deadline(conn.shared_from_this(),
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      until - std::chrono::steady_clock::now()));
+    held.payload = std::move(*granted);
+    Channel::Deadline deadline(conn.shared_from_this(),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   until - std::chrono::steady_clock::now()));
     auto frame = co_await conn.read_payload(*header);
     if (!frame && deadline.expired()) co_return Error{-ETIMEDOUT, timed_out};
     if (!frame) co_return frame.error();
+    if (frame->bulk.has_value() != !!(frame->header.flags & PFS_FLAG_BULK))
+        co_return Error{PFS_E_PROTO, "bulk block and flag disagree"};
+    // Bulk data the frame did not bring (RDMA) is charged, then fetched,
+    // under the same deadline.
+    if (size_t more = conn.bulk_to_fetch(*frame)) {
+        auto bulk = co_await ByteBudget::acquire(budget_, more, until);
+        if (!bulk) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory for its bulk data)"};
+        held.bulk = std::move(*bulk);
+        auto fetched = co_await conn.fetch_bulk(*frame);
+        if (!fetched && deadline.expired()) co_return Error{-ETIMEDOUT, timed_out + " (its bulk data)"};
+        if (!fetched) co_return fetched.error();
+    }
     auto taken = take_groups(*frame);
     if (!taken) co_return taken.error();
     groups = std::move(*taken);
@@ -282,17 +294,29 @@ Reply RpcServer::bind_client(ConnState& state, const Frame& frame) const {
     return Reply::ok(*encode(pfs_x_client_bound, pfs_client_bound{id}));
 }
 
-void RpcServer::answer(Connection& conn, const Frame& request, Reply reply, Counters* counters) {
+void RpcServer::answer(Channel& conn, const Frame& request, Reply reply, Counters* counters) {
+    // Bulk data goes only where the request said it may, and no more of it.
+    if (reply.status == PFS_OK && !reply.data.empty()) {
+        if (!request.bulk)
+            reply = Reply::fail(PFS_E_PROTO, std::string(pfs_msg_name(request.header.type)) + " without a bulk block");
+        else if (reply.data.size() > request.bulk->out_len)
+            reply = Reply::fail(EMSGSIZE, "the reply's data is longer than the request takes");
+    }
     // The body goes out as it is: read data is not copied into the frame.
     Bytes status = encode_reply_status(reply);
     Bytes body = reply.status == PFS_OK ? std::move(reply.body) : Bytes{};
     SharedBytes data = reply.status == PFS_OK ? std::move(reply.data) : SharedBytes{};
     if (counters && request.header.type != PFS_MSG_GET_STATS)
-        counters->count(PFS_HEADER_SIZE + request.payload.size(),
+        counters->count(PFS_HEADER_SIZE + request.payload.size() + request.data.size(),
                         PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
     pfs_header header = make_header(request.header.type, PFS_FLAG_REPLY, request.header.request_id);
     header.client_seq = reply.session_epoch;
-    conn.send(header, std::move(status), std::move(body), std::move(data));
+    if (request.bulk) {
+        status.insert(status.end(), body.begin(), body.end());
+        conn.send_bulk_reply(request, header, std::move(status), std::move(data));
+    } else {
+        conn.send(header, std::move(status), std::move(body), std::move(data));
+    }
     if (reply.status == PFS_E_PROTO) {
         log::warn("dropping connection", {{"peer", conn.peer()},
                                           {"reason", std::string("malformed ") + pfs_msg_name(request.header.type)}});
@@ -300,8 +324,8 @@ void RpcServer::answer(Connection& conn, const Frame& request, Reply reply, Coun
     }
 }
 
-awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame frame, std::vector<uint32_t> groups,
-                                    std::shared_ptr<ConnState> state, ByteBudget::Lease lease) {
+awaitable<void> RpcServer::dispatch(std::shared_ptr<Channel> conn, Frame frame, std::vector<uint32_t> groups,
+                                    std::shared_ptr<ConnState> state, Held held) {
     Reply reply;
     auto it = handlers_.find(frame.header.type);
     if (it == handlers_.end()) {
@@ -316,7 +340,8 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Connection> conn, Frame fram
         }
     }
     answer(*conn, frame, std::move(reply), it == handlers_.end() ? &unknown_ : &it->second.counters);
-    lease.release();
+    held.payload.release();
+    held.bulk.release();
     if (state->in_flight-- == config_.max_in_flight) state->slot.cancel();
 }
 

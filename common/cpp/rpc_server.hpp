@@ -27,13 +27,13 @@
 
 #include "auth_crypto.hpp"
 #include "byte_budget.hpp"
-#include "connection.hpp"
+#include "channel.hpp"
 
 namespace pfs {
 
 struct Request {
     const Frame& frame;
-    std::shared_ptr<Connection> conn;
+    std::shared_ptr<Channel> conn;
     auth::Role role = auth::Role::client;
     std::vector<uint32_t> groups;  // the caller's supplementary groups
 };
@@ -100,7 +100,7 @@ private:
     };
     // A connection still in its handshake.
     struct Unauthenticated {
-        std::weak_ptr<Connection> conn;
+        std::weak_ptr<Channel> conn;
         std::string host;
     };
     using UnauthList = std::list<Unauthenticated>;
@@ -108,17 +108,23 @@ private:
     awaitable<void> accept_loop();
     // Counts a new connection as unauthenticated, closing the oldest
     // handshake of its address, or of all, to stay within the quotas.
-    void admit_unauthenticated(const std::shared_ptr<Connection>& conn);
-    awaitable<void> serve(std::shared_ptr<Connection> conn);
+    void admit_unauthenticated(const std::shared_ptr<Channel>& conn);
+    awaitable<void> serve(std::shared_ptr<Channel> conn);
     // The next request, its payload charged to the budget (lease), its
     // groups block taken off (groups).
-    awaitable<Result<Frame>> read_request(Connection& conn, ByteBudget::Lease& lease, std::vector<uint32_t>& groups);
+    // What a request holds of the byte budget: its payload, and its bulk
+    // data when the transport fetches that apart from the frame.
+    struct Held {
+        ByteBudget::Lease payload;
+        ByteBudget::Lease bulk;
+    };
+    awaitable<Result<Frame>> read_request(Channel& conn, Held& held, std::vector<uint32_t>& groups);
     // Why the connection may not send this request, if it may not.
     std::optional<Reply> refusal(const ConnState& state, const pfs_header& header) const;
     Reply bind_client(ConnState& state, const Frame& frame) const;
-    awaitable<void> dispatch(std::shared_ptr<Connection> conn, Frame frame, std::vector<uint32_t> groups,
-                             std::shared_ptr<ConnState> state, ByteBudget::Lease lease);
-    void answer(Connection& conn, const Frame& request, Reply reply, Counters* counters);
+    awaitable<void> dispatch(std::shared_ptr<Channel> conn, Frame frame, std::vector<uint32_t> groups,
+                             std::shared_ptr<ConnState> state, Held held);
+    void answer(Channel& conn, const Frame& request, Reply reply, Counters* counters);
 
     asio::io_context& io_;
     ServerConfig config_;

@@ -48,6 +48,18 @@ Result<std::vector<uint32_t>> take_groups(Frame& frame) {
     return std::vector<uint32_t>(g.gids, g.gids + g.count);
 }
 
+Bytes encode_bulk(const pfs_bulk& bulk) { return *encode(pfs_x_bulk, bulk); }
+
+Status take_bulk(Frame& frame) {
+    pfs_bulk b{};
+    pfs_xdr x;
+    pfs_xdr_init_decode(&x, frame.payload.data(), static_cast<uint32_t>(frame.payload.size()));
+    if (pfs_x_bulk(&x, &b)) return Error{PFS_E_PROTO, "malformed bulk block"};
+    frame.payload.erase(frame.payload.begin(), frame.payload.begin() + x.pos);
+    frame.bulk = b;
+    return ok_status();
+}
+
 Reply Reply::from(const Error& e) {
     // Errors below zero are local errnos; on the wire they travel as errno numbers.
     int32_t status = e.code < 0 ? -e.code : e.code;

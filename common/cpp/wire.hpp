@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,10 +52,30 @@ private:
     std::span<const uint8_t> bytes_;
 };
 
+// A request's bulk data, on the requester's side: `data` goes with the
+// request, and the reply's data lands in `into` (channel.hpp).
+struct Bulk {
+    std::span<const uint8_t> data;
+    std::span<uint8_t> into;
+    bool empty() const { return data.empty() && into.empty(); }
+};
+
 struct Frame {
     pfs_header header{};
     Bytes payload;
+    // A request's bulk block (server side) and its data, once here.
+    std::optional<pfs_bulk> bulk;
+    SharedBytes data;
+    // A reply's bulk data (client side): bytes placed in the Bulk::into of
+    // its request.
+    uint32_t data_len = 0;
 };
+
+// The bulk block that opens a bulk request's payload.
+Bytes encode_bulk(const pfs_bulk& bulk);
+// Takes the bulk block off the front of a request's payload into
+// frame.bulk (PFS_FLAG_BULK); malformed: PFS_E_PROTO.
+Status take_bulk(Frame& frame);
 
 // Whom a request acts for: header uid and gid, and the supplementary
 // groups a request carries (PFS_FLAG_GROUPS).
@@ -132,14 +153,15 @@ struct Reply {
     int32_t status = PFS_OK;
     std::string message;
     Bytes body;
-    SharedBytes data;  // server side: sent after body, not copied
+    SharedBytes data;  // server side: bulk data, sent beside the body, not copied
+    uint32_t data_len = 0;  // client side: bulk data placed in the request's Bulk::into
     // A metadata server's reply to a request with a client id: the epoch
     // of that client's session there (header.client_seq; 0: none).
     uint64_t session_epoch = 0;
 
-    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}, 0}; }
-    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data), 0}; }
-    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}, 0}; }
+    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}, 0, 0}; }
+    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data), 0, 0}; }
+    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}, 0, 0}; }
     static Reply from(const Error& e);
 };
 

@@ -158,11 +158,11 @@ Result<TargetRoute> Cluster::route(uint32_t target_id) const {
     return it->second;
 }
 
-awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type, Bytes payload) {
+awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type, Bytes payload, Bulk bulk) {
     auto r = route(target_id);
     if (!r) co_return r.error();
     auto client = pool_for(r->node_id, r->endpoint).pick();
-    co_return co_await client->call(type, std::move(payload));
+    co_return co_await client->call(type, std::move(payload), {}, 0, nullptr, bulk);
 }
 
 ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {

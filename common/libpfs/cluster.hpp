@@ -31,7 +31,8 @@ public:
     // instead of starting its own.
     awaitable<Status> refresh_now();
     Result<TargetRoute> route(uint32_t target_id) const;
-    awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload);
+    // bulk: data sent beside the payload, and where the reply's goes.
+    awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload, Bulk bulk = {});
     // To the metadata server that owns an entry (pfs_entry_id::owner_node),
     // on behalf of a client session (0: none) and of a user (as). When the
     // server answers, *session_epoch gets the epoch of the client's session

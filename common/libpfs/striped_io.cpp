@@ -45,11 +45,11 @@ awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_i
                             -> awaitable<Result<Unit>> {
             auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
             if (!head) co_return head.error();
-            head->insert(head->end(), piece.begin(), piece.end());
-            auto body = co_await cluster_.call_target_ok(layout.targets[p.target_index], PFS_MSG_CHUNK_WRITE,
-                                                         std::move(*head));
-            if (!body) co_return body.error();
-            auto written = decode(*body, pfs_x_chunk_written);
+            auto reply = co_await cluster_.call_target(layout.targets[p.target_index], PFS_MSG_CHUNK_WRITE,
+                                                       std::move(*head), Bulk{piece, {}});
+            if (!reply) co_return reply.error();
+            if (reply->status != PFS_OK) co_return reply_error(*reply);
+            auto written = decode(reply->body, pfs_x_chunk_written);
             if (!written) co_return written.error();
             if (written->length != p.length) co_return Error{-EIO, "short write on a storage target"};
             if (verifiers) verifiers->seen(layout.targets[p.target_index], written->verifier);
@@ -66,14 +66,16 @@ awaitable<Status> StripedIo::read(const StripeLayout& layout, const pfs_entry_id
     for (const Piece& p : plan_io(layout, offset, out.size(), PFS_MAX_IO)) {
         tasks.push_back([this, &layout, &file, p, dest = out.subspan(p.file_offset - offset, p.length)]()
                             -> awaitable<Result<Unit>> {
-            auto body = co_await cluster_.call_target_ok(
-                layout.targets[p.target_index], PFS_MSG_CHUNK_READ,
-                chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length));
-            if (!body) co_return body.error();
-            if (body->size() > dest.size()) co_return Error{PFS_E_PROTO, "storage target returned too much data"};
-            // memcpy/memset take no null pointers, even for zero bytes.
-            if (!body->empty()) std::memcpy(dest.data(), body->data(), body->size());
-            if (dest.size() > body->size()) std::memset(dest.data() + body->size(), 0, dest.size() - body->size());
+            auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
+            if (!head) co_return head.error();
+            // The data lands in dest itself; past a chunk's end it reads as zeros.
+            auto reply = co_await cluster_.call_target(layout.targets[p.target_index], PFS_MSG_CHUNK_READ,
+                                                       std::move(*head), Bulk{{}, dest});
+            if (!reply) co_return reply.error();
+            if (reply->status != PFS_OK) co_return reply_error(*reply);
+            if (!reply->body.empty()) co_return Error{PFS_E_PROTO, "CHUNK_READ reply with a body"};
+            if (dest.size() > reply->data_len)
+                std::memset(dest.data() + reply->data_len, 0, dest.size() - reply->data_len);
             co_return Unit{};
         });
     }

@@ -82,6 +82,38 @@ int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m)
 	return x->err;
 }
 
+static int pfs_x_bulk_seg(struct pfs_xdr *x, struct pfs_bulk_seg *m,
+			  __u32 need)
+{
+	pfs_x_u64(x, &m->addr);
+	pfs_x_u32(x, &m->rkey);
+	pfs_x_u32(x, &m->length);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    (m->length < need || m->length > PFS_MAX_IO ||
+	     m->addr + m->length < m->addr))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_bulk(struct pfs_xdr *x, struct pfs_bulk *m)
+{
+	if (pfs_x_enum8(x, &m->place, PFS_BULK_RDMA))
+		return x->err;
+	pfs_x_u32(x, &m->in_len);
+	if (pfs_x_u32(x, &m->out_len))
+		return x->err;
+	if (pfs_xdr_decoding(x) &&
+	    (m->in_len > PFS_MAX_IO || m->out_len > PFS_MAX_IO))
+		return x->err = -EBADMSG;
+	if (m->place != PFS_BULK_RDMA)
+		return x->err;
+	if (m->in_len)
+		pfs_x_bulk_seg(x, &m->in, m->in_len);
+	if (m->out_len)
+		pfs_x_bulk_seg(x, &m->out, m->out_len);
+	return x->err;
+}
+
 int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m)
 {
 	return pfs_x_bytes(x, m->nonce, sizeof(m->nonce));

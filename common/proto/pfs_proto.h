@@ -17,8 +17,9 @@
 
 #define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
 /* 3: pfs_attr carries rdev and btime; MKNOD; special-file DT_ types;
- * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy */
-#define PFS_PROTO_VERSION	3
+ * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy
+ * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk) */
+#define PFS_PROTO_VERSION	4
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -58,8 +59,50 @@ enum pfs_flags {
 	 * supplementary groups (header.gid is its primary group)
 	 */
 	PFS_FLAG_GROUPS = 1u << 2,
+	/*
+	 * bulk data beside the body, never inside it. A request's payload
+	 * starts with struct pfs_bulk (then the groups block, if any, and
+	 * the body); the reply's, which carries the flag too, with a __u32
+	 * count of the data bytes it brings (then the status and the body).
+	 * Where the data travels is the transport's business, named in
+	 * pfs_bulk.place: on a byte stream (INLINE) it ends the payload of
+	 * the request or reply; over RDMA the request names memory the
+	 * requester registered for this request alone, and the server reads
+	 * the request's data from it and writes the reply's data into it
+	 * before it answers.
+	 */
+	PFS_FLAG_BULK = 1u << 3,
 };
-#define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS)
+#define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS | \
+			 PFS_FLAG_BULK)
+
+enum pfs_bulk_place {
+	PFS_BULK_INLINE = 0,	/* the bytes are in the frame's payload */
+	PFS_BULK_RDMA = 1,	/* moved by RDMA READ/WRITE of the server */
+};
+
+/* Memory of the requester, registered for one request (RDMA). */
+struct pfs_bulk_seg {
+	__u64 addr;
+	__u32 rkey;
+	__u32 length;
+};
+
+/*
+ * The bulk data of a request: in_len bytes come with it (a write's data),
+ * and its reply may bring up to out_len (a read's). Each is at most
+ * PFS_MAX_IO. With PFS_BULK_RDMA, `in` holds the request's data and `out`
+ * takes the reply's (each present only when its length is not 0, and at
+ * least that long); a server never touches a byte outside them.
+ */
+struct pfs_bulk {
+	__u8 place;		/* enum pfs_bulk_place */
+	__u32 in_len;
+	__u32 out_len;
+	struct pfs_bulk_seg in;
+	struct pfs_bulk_seg out;
+};
+#define PFS_BULK_MAX_SIZE	(1 + 4 + 4 + 2 * 16)
 
 /*
  * Supplementary groups a request carries: the servers check permissions
@@ -1083,6 +1126,7 @@ struct pfs_chunk_copy {
  * Decoding also validates enumerations and ranges.
  */
 int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m);
+int pfs_x_bulk(struct pfs_xdr *x, struct pfs_bulk *m);
 int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m);
 int pfs_x_auth_response(struct pfs_xdr *x, struct pfs_auth_response *m);
 int pfs_x_auth_proof(struct pfs_xdr *x, struct pfs_auth_proof *m);

@@ -29,7 +29,7 @@
 #include "net_int.h"
 
 #define PFS_SCRATCH_SIZE	4096
-#define PFS_CONN_HEAD_MAX	3	/* header, groups and body */
+#define PFS_CONN_HEAD_MAX	4	/* header, bulk block, groups, body */
 #define PFS_GROUPS_BLOCK_MAX	(4 + 4 * PFS_GROUPS_MAX)
 /* How long a killed waiter lets a reply under way finish. */
 #define PFS_KILLED_GRACE	(HZ / 10)
@@ -183,14 +183,32 @@ static void pfs_rpc_detach(struct pfs_rpc *rpc)
 	pfs_conn_put(c);
 }
 
+/*
+ * The bulk block of a request whose data travels inline (after the body
+ * on the stream); its length.
+ */
+static u32 pfs_bulk_block(const struct pfs_rpc *rpc, u8 *buf, u32 size)
+{
+	struct pfs_bulk b = {
+		.place = PFS_BULK_INLINE,
+		.in_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0,
+		.out_len = rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0,
+	};
+	struct pfs_xdr x;
+
+	pfs_xdr_init_encode(&x, buf, size);
+	return pfs_x_bulk(&x, &b) ? 0 : x.pos;
+}
+
 int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 {
 	size_t data_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
 	u8 hdr[PFS_HEADER_SIZE];
+	u8 bulk[PFS_BULK_MAX_SIZE];
 	u8 groups[PFS_GROUPS_BLOCK_MAX];
 	struct kvec head[PFS_CONN_HEAD_MAX];
 	unsigned int nhead = 0;
-	u32 ngroups = 0, id = 0;
+	u32 ngroups = 0, nbulk = 0, id = 0;
 	int err;
 
 	init_completion(&rpc->done);
@@ -203,9 +221,22 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	/* The receiving thread cannot write to a user's address space. */
 	if (rpc->reply_data && user_backed_iter(rpc->reply_data))
 		return -EINVAL;
-	if (rpc->req_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX ||
-	    data_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX - rpc->req_len)
+	if (rpc->reply_data && !rpc->bulk)
+		return -EINVAL;
+	if (rpc->bulk && (data_len > PFS_MAX_IO ||
+			  (rpc->reply_data &&
+			   iov_iter_count(rpc->reply_data) > PFS_MAX_IO)))
 		return -EMSGSIZE;
+	if (rpc->req_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX -
+			   PFS_BULK_MAX_SIZE ||
+	    data_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX -
+		       PFS_BULK_MAX_SIZE - rpc->req_len)
+		return -EMSGSIZE;
+	if (rpc->bulk) {
+		nbulk = pfs_bulk_block(rpc, bulk, sizeof(bulk));
+		if (!nbulk)
+			return -EINVAL;
+	}
 
 	xa_lock(&c->reqs);
 	err = -ENOTCONN;
@@ -236,9 +267,14 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	/* Metadata servers check permissions: they get our groups too. */
 	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
 		ngroups = pfs_groups_block(groups, sizeof(groups));
-	pfs_frame_header(c->net, rpc->type, ngroups ? PFS_FLAG_GROUPS : 0, id,
-			 ngroups + rpc->req_len + data_len, hdr);
+	pfs_frame_header(c->net, rpc->type,
+			 (ngroups ? PFS_FLAG_GROUPS : 0) |
+			 (nbulk ? PFS_FLAG_BULK : 0), id,
+			 nbulk + ngroups + rpc->req_len + data_len, hdr);
 	head[nhead++] = (struct kvec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
+	if (nbulk)
+		head[nhead++] = (struct kvec){ .iov_base = bulk,
+					       .iov_len = nbulk };
 	if (ngroups)
 		head[nhead++] = (struct kvec){ .iov_base = groups,
 					       .iov_len = ngroups };
@@ -411,53 +447,85 @@ static int pfs_conn_rx_status(struct pfs_conn *c, struct pfs_rpc *rpc,
 	return 0;
 }
 
-/* The OK reply's body of len bytes: into reply_data or a new buffer. */
+/* The OK reply's body of len bytes, into a new buffer. */
 static int pfs_conn_rx_body(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len,
 			    int *res)
 {
-	struct iov_iter *to = rpc->reply_data;
 	void *buf;
 	int err;
 
-	if (to) {
-		size_t room = iov_iter_count(to);
-
-		struct iov_iter start;
-
-		if (len > room)
-			return -EMSGSIZE;
-		iov_iter_truncate(to, len);
-		start = *to;
-		err = c->xprt->ops->recv(c->xprt, to, pfs_conn_timeo(c));
-		iov_iter_reexpand(to, iov_iter_count(to) + room - len);
-		if (!err && c->mac)
-			err = pfs_mac_rx_update_iter(c->mac, &start, len);
-		if (err)
-			return err;
-		rpc->data_len = len;
-	} else if (len) {
-		if (len > (rpc->reply_max ?: PFS_MAX_PAYLOAD))
-			return -EMSGSIZE;
-		buf = kvmalloc(len, GFP_NOFS);
-		if (!buf) {
-			*res = -ENOMEM;
-			return pfs_conn_discard(c, len);
-		}
-		err = pfs_conn_recv(c, buf, len);
-		if (err) {
-			kvfree(buf);
-			return err;
-		}
-		rpc->reply = buf;
-		rpc->reply_len = len;
-	}
 	*res = 0;
+	if (!len)
+		return 0;
+	if (len > (rpc->reply_max ?: PFS_MAX_PAYLOAD))
+		return -EMSGSIZE;
+	buf = kvmalloc(len, GFP_NOFS);
+	if (!buf) {
+		*res = -ENOMEM;
+		return pfs_conn_discard(c, len);
+	}
+	err = pfs_conn_recv(c, buf, len);
+	if (err) {
+		kvfree(buf);
+		return err;
+	}
+	rpc->reply = buf;
+	rpc->reply_len = len;
+	return 0;
+}
+
+/* A bulk reply's len data bytes (inline), into reply_data. */
+static int pfs_conn_rx_data(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len)
+{
+	struct iov_iter *to = rpc->reply_data;
+	struct iov_iter start;
+	size_t room;
+	int err;
+
+	if (!len)
+		return 0;
+	room = to ? iov_iter_count(to) : 0;
+	if (len > room)
+		return -EMSGSIZE;
+	iov_iter_truncate(to, len);
+	start = *to;
+	err = c->xprt->ops->recv(c->xprt, to, pfs_conn_timeo(c));
+	iov_iter_reexpand(to, iov_iter_count(to) + room - len);
+	if (!err && c->mac)
+		err = pfs_mac_rx_update_iter(c->mac, &start, len);
+	if (!err)
+		rpc->data_len = len;
+	return err;
+}
+
+/*
+ * A bulk reply opens with the count of its data bytes, which end it;
+ * *rest (the payload) loses the count and the data. The stream is lost
+ * (the connection dies) when the count cannot be right.
+ */
+static int pfs_conn_rx_bulk_count(struct pfs_conn *c, struct pfs_rpc *rpc,
+				  u32 *rest, u32 *data_len)
+{
+	int err;
+
+	if (*rest < 4)
+		return -EBADMSG;
+	err = pfs_conn_recv(c, c->scratch, 4);
+	if (err)
+		return err;
+	*data_len = le32_to_cpup((__le32 *)c->scratch);
+	if (*data_len > *rest - 4 ||
+	    *data_len > (rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0))
+		return -EMSGSIZE;
+	*rest -= 4 + *data_len;
 	return 0;
 }
 
 static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 {
 	struct pfs_rpc *rpc = pfs_conn_take(c, h->request_id);
+	bool bulk = h->flags & PFS_FLAG_BULK;
+	u32 rest = h->payload_len, data_len = 0;
 	int res = -EIO;
 	s32 status;
 	int err;
@@ -465,27 +533,36 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 	if (!rpc)			/* its waiter gave up on it */
 		return pfs_conn_discard(c, h->payload_len) ?:
 		       pfs_conn_rx_tag(c);
-	if (h->type != rpc->type || h->payload_len < 4) {
+	if (h->type != rpc->type || bulk != rpc->bulk ||
+	    h->payload_len < (bulk ? 8 : 4)) {
 		pr_warn_ratelimited("%s: malformed reply to %s\n", c->peer,
 				    pfs_msg_name(rpc->type));
 		pfs_rpc_finish(rpc, -EIO);
 		return pfs_conn_discard(c, h->payload_len) ?:
 		       pfs_conn_rx_tag(c);
 	}
-	err = pfs_conn_recv(c, c->scratch, 4);
+	err = bulk ? pfs_conn_rx_bulk_count(c, rpc, &rest, &data_len) : 0;
+	if (!err && rest < 4)
+		err = -EBADMSG;
+	if (!err)
+		err = pfs_conn_recv(c, c->scratch, 4);
 	if (!err) {
 		status = (s32)le32_to_cpup((__le32 *)c->scratch);
-		if (status != PFS_OK)
-			err = pfs_conn_rx_status(c, rpc, h->payload_len - 4,
-						 &res);
+		if (status != PFS_OK && data_len)
+			err = -EBADMSG;
+		else if (status != PFS_OK)
+			err = pfs_conn_rx_status(c, rpc, rest - 4, &res);
 		else
-			err = pfs_conn_rx_body(c, rpc, h->payload_len - 4,
-					       &res);
+			err = pfs_conn_rx_body(c, rpc, rest - 4, &res) ?:
+			      pfs_conn_rx_data(c, rpc, data_len);
 	}
 	if (err == -EMSGSIZE)
 		pr_warn_ratelimited("%s: %s reply of %u bytes is larger than asked for\n",
 				    c->peer, pfs_msg_name(rpc->type),
 				    h->payload_len);
+	else if (err == -EBADMSG)
+		pr_warn_ratelimited("%s: malformed reply to %s\n", c->peer,
+				    pfs_msg_name(rpc->type));
 	/* Nothing of a reply is used before its MAC is checked. */
 	if (!err)
 		err = pfs_conn_rx_tag(c);

@@ -231,6 +231,7 @@ static int pfs_dbg_write(struct pfs_node *node, struct pfs_chunk_io *io,
 	rpc.req = req;
 	rpc.req_len = req_len;
 	rpc.req_data = &iter;
+	rpc.bulk = true;
 	err = pfs_rpc_call(node, &rpc);
 	if (!err)
 		err = pfs_decode(pfs_x_chunk_written, &written, rpc.reply,
@@ -277,7 +278,8 @@ static int pfs_dbg_read(struct pfs_node *node, struct pfs_chunk_io *io,
 		r[i].rpc = (struct pfs_rpc){ .type = PFS_MSG_CHUNK_READ,
 					     .req = r[i].req,
 					     .req_len = req_len,
-					     .reply_data = &r[i].iter };
+					     .reply_data = &r[i].iter,
+					     .bulk = true };
 		err = pfs_rpc_start(node, &r[i].rpc);
 		if (err)
 			break;

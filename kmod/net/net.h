@@ -90,12 +90,16 @@ struct pfs_rpc {
 	u16 type;			/* PFS_MSG_* */
 	const void *req;		/* encoded request body */
 	u32 req_len;
-	struct iov_iter *req_data;	/* bytes sent right after the body */
-	struct iov_iter *reply_data;	/* reply bytes after an OK status go
-					 * here instead of into reply (it is
-					 * advanced past them); never
-					 * user-backed: a kernel thread
-					 * fills it */
+	struct iov_iter *req_data;	/* bytes sent right after the body
+					 * (bulk: the request's bulk data) */
+	struct iov_iter *reply_data;	/* bulk only: the reply's bulk data
+					 * goes here (it is advanced past
+					 * them); never user-backed: a
+					 * kernel thread fills it */
+	bool bulk;			/* req_data and reply_data are bulk
+					 * data beside the body
+					 * (PFS_FLAG_BULK): the transport
+					 * moves them */
 	u32 reply_max;			/* largest reply accepted; 0: any
 					 * frame up to PFS_MAX_PAYLOAD */
 	u32 timeout_ms;			/* 0: the mount's timeout */
@@ -104,7 +108,7 @@ struct pfs_rpc {
 	void *reply;			/* reply body after the status
 					 * (kvmalloc'ed, NULL when empty) */
 	u32 reply_len;
-	u32 data_len;			/* bytes placed in reply_data */
+	u32 data_len;			/* bulk bytes placed in reply_data */
 	/*
 	 * a metadata server's reply: the epoch of our session there
 	 * (header.client_seq), whatever the status; 0: none

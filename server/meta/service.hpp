@@ -208,7 +208,7 @@ private:
     std::map<uint32_t, uint32_t> mkdirs_in_flight_;
     std::set<EntryKey> busy_;
     // Where each client's notices go: the connection of its latest request.
-    std::unordered_map<uint64_t, std::weak_ptr<Connection>> notice_conns_;
+    std::unordered_map<uint64_t, std::weak_ptr<Channel>> notice_conns_;
     // Clients a notice could not reach over their open connection, or whose
     // session expired while it stayed open: they get INVALIDATE_ALL.
     std::unordered_set<uint64_t> owe_reset_;

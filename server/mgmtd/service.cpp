@@ -52,7 +52,7 @@ void Service::publish(uint32_t changes) {
     if (!changes) return;
     pfs_map_changed note{registry_.version(), changes};
     Frame frame{make_header(PFS_MSG_MAP_CHANGED, PFS_FLAG_NOTIFY), *encode(pfs_x_map_changed, note)};
-    std::erase_if(subscribers_, [&](const std::weak_ptr<Connection>& weak) {
+    std::erase_if(subscribers_, [&](const std::weak_ptr<Channel>& weak) {
         auto conn = weak.lock();
         if (!conn || !conn->is_open()) return true;
         conn->send(frame);

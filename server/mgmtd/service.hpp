@@ -35,7 +35,7 @@ private:
     RpcServer& server_;
     Registry& registry_;
     milliseconds evaluate_every_;
-    std::vector<std::weak_ptr<Connection>> subscribers_;
+    std::vector<std::weak_ptr<Channel>> subscribers_;
 };
 
 }  // namespace pfs::mgmtd

@@ -11,22 +11,22 @@ Reply unknown_target(uint32_t id) {
     return Reply::fail(PFS_E_UNKNOWN_TARGET, "target " + std::to_string(id) + " is not on this node");
 }
 
-// A CHUNK_WRITE payload: the pfs_chunk_io, then exactly io.length data
-// bytes (not copied: the span points into the frame).
+// A CHUNK_WRITE: the pfs_chunk_io as its body, exactly io.length bytes of
+// bulk data beside it (not copied: wherever the transport put them).
 struct WriteRequest {
     pfs_chunk_io io{};
     std::span<const uint8_t> data;
 };
 
-Result<WriteRequest> decode_write(std::span<const uint8_t> payload) {
+Result<WriteRequest> decode_write(const Frame& frame) {
     WriteRequest w;
-    pfs_xdr x;
-    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
-    if (pfs_x_chunk_io(&x, &w.io)) return Error{PFS_E_PROTO, "malformed CHUNK_WRITE"};
-    if (pfs_xdr_remaining(&x) != w.io.length)
-        return Error{PFS_E_PROTO, "CHUNK_WRITE carries " + std::to_string(pfs_xdr_remaining(&x)) +
+    auto io = decode(frame.payload, pfs_x_chunk_io);
+    if (!io) return Error{PFS_E_PROTO, "malformed CHUNK_WRITE"};
+    w.io = *io;
+    if (!frame.bulk || frame.data.size() != w.io.length)
+        return Error{PFS_E_PROTO, "CHUNK_WRITE carries " + std::to_string(frame.data.size()) +
                                       " data bytes, its header says " + std::to_string(w.io.length)};
-    w.data = payload.subspan(x.pos);
+    w.data = frame.data.span();
     return w;
 }
 
@@ -121,7 +121,7 @@ Reply StorageService::failed(Target& target, const Error& e) {
 }
 
 awaitable<Reply> StorageService::write(Request& req) {
-    auto w = decode_write(req.frame.payload);
+    auto w = decode_write(req.frame);
     if (!w) co_return Reply::fail(PFS_E_PROTO, w.error().message);
     Target* target = find(w->io.chunk.target_id);
     if (!target) co_return unknown_target(w->io.chunk.target_id);
@@ -133,7 +133,7 @@ awaitable<Reply> StorageService::write(Request& req) {
 
 awaitable<Reply> StorageService::read(Request& req) {
     auto io = decode(req.frame.payload, pfs_x_chunk_io);
-    if (!io) co_return malformed("CHUNK_READ");
+    if (!io || !req.frame.bulk || req.frame.bulk->out_len < io->length) co_return malformed("CHUNK_READ");
     Target* target = find(io->chunk.target_id);
     if (!target) co_return unknown_target(io->chunk.target_id);
     auto data = co_await target->store->read(io->chunk.file, io->offset, io->length);

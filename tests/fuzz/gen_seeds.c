@@ -390,5 +390,14 @@ int main(int argc, char **argv)
 		SEED(chunk_seek_reply, "1", &sr);
 		SEED(chunk_copy, "1", &cc);
 	}
+	{
+		struct pfs_bulk inl = { PFS_BULK_INLINE, 4096, 0, { 0 }, { 0 } };
+		struct pfs_bulk rdma = { PFS_BULK_RDMA, 1 << 20, 1 << 20,
+					 { 0x7f0000000000ull, 0x1234, 1 << 20 },
+					 { 0x7f0000100000ull, 0x5678, 1 << 20 } };
+
+		SEED(bulk, "1", &inl);
+		SEED(bulk, "2", &rdma);
+	}
 	return 0;
 }

@@ -9,8 +9,9 @@ import struct
 
 HEADER = struct.Struct("<IHHIIQIIQQ")
 MAGIC = 0x31534650
-VERSION = 3
-FLAG_REPLY, FLAG_NOTIFY = 1, 2
+VERSION = 4
+FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
+BULK_INLINE = 0
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND_CLIENT": 5,
        "REGISTER_NODE": 100, "REGISTER_TARGET": 101, "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104,
        "GET_POOLS": 105, "CREATE_POOL": 106, "ASSIGN_POOL": 107, "SET_TARGET_STATE": 108, "SUBSCRIBE": 109,
@@ -31,6 +32,12 @@ E_PROTO, E_AUTH, E_UNKNOWN_TARGET = 1000, 1001, 1005
 MAX_IO = 8 << 20  # bytes in one chunk read or write
 CHUNK_REF = struct.Struct("<QIII")  # entry id (ino, owner node, generation), target id
 CHUNK_STAT = struct.Struct("<QQ")   # size, allocated
+CHUNK_IO = struct.Struct("<QIIIQI")  # chunk ref, offset, length
+
+
+def bulk_block(in_len, out_len, place=BULK_INLINE):
+    """The block that opens a bulk request's payload (inline data: no segments)."""
+    return struct.pack("<BII", place, in_len, out_len)
 
 
 def header(msg_type, payload_len, request_id=0, flags=0, uid=0, gid=0, client_id=0):
@@ -81,6 +88,8 @@ class Conn:
         return hmac.new(self.session, direction + struct.pack("<Q", seq) + raw, hashlib.sha256).digest()[:FRAME_MAC_LEN]
 
     def read_frame(self):
+        """A frame's type, flags, request id and payload; a bulk reply's payload
+        as status, body and data, its count of data bytes taken off."""
         raw_header = self.recv_exact(HEADER.size)
         magic, version, msg_type, flags, length, request_id, *_ = HEADER.unpack(raw_header)
         assert magic == MAGIC and version == VERSION, "bad frame from server"
@@ -89,6 +98,10 @@ class Conn:
             tag = self.recv_exact(FRAME_MAC_LEN)
             assert hmac.compare_digest(tag, self.frame_mac(b"S", self.rx_seq, raw_header + payload)), "bad frame MAC"
             self.rx_seq += 1
+        if flags & FLAG_BULK and flags & FLAG_REPLY:
+            count = struct.unpack_from("<I", payload)[0]
+            assert count <= len(payload) - 4, "bulk reply count past its frame"
+            payload = payload[4:]
         return msg_type, flags, request_id, payload
 
     def frame(self, msg_type, payload=b"", request_id=0, flags=0, client_id=0, uid=0, gid=0, tamper=False):
@@ -102,9 +115,21 @@ class Conn:
             raw += tag
         return raw
 
-    def send(self, msg_type, payload=b"", request_id=None, flags=0, client_id=0, uid=0, gid=0):
+    def send(self, msg_type, payload=b"", request_id=None, flags=0, client_id=0, uid=0, gid=0, bulk=None):
+        """bulk: (data, out_len) sent as bulk data beside the payload. CHUNK_WRITE
+        and CHUNK_READ go as clients send them unless bulk is False: a write's
+        data after its pfs_chunk_io and a read's length become its bulk block."""
         if request_id is None:
             request_id, self.next_id = self.next_id, self.next_id + 1
+        if bulk is None and msg_type == MSG["CHUNK_WRITE"] and len(payload) >= CHUNK_IO.size:
+            bulk = (payload[CHUNK_IO.size:], 0)
+            payload = payload[:CHUNK_IO.size]
+        elif bulk is None and msg_type == MSG["CHUNK_READ"] and len(payload) >= CHUNK_IO.size:
+            bulk = (b"", CHUNK_IO.unpack_from(payload)[-1])
+        if bulk:
+            data, out_len = bulk
+            payload = bulk_block(len(data), out_len) + payload + data
+            flags |= FLAG_BULK
         self.sock.sendall(self.frame(msg_type, payload, request_id, flags, client_id, uid, gid))
         return request_id
 
@@ -138,9 +163,10 @@ class Conn:
         assert status == 0, f"BIND_CLIENT refused: {status}"
         return struct.unpack("<Q", body)[0]
 
-    def call(self, msg_type, payload=b"", client_id=0, uid=0, gid=0):
-        """Returns (status, body) of the reply, skipping notifications."""
-        request_id = self.send(msg_type, payload, client_id=client_id, uid=uid, gid=gid)
+    def call(self, msg_type, payload=b"", client_id=0, uid=0, gid=0, bulk=None):
+        """Returns (status, body) of the reply, skipping notifications (a bulk
+        reply's body is followed by its data)."""
+        request_id = self.send(msg_type, payload, client_id=client_id, uid=uid, gid=gid, bulk=bulk)
         while True:
             got_type, flags, got_id, body = self.read_frame()
             if flags & FLAG_NOTIFY:
@@ -184,7 +210,8 @@ def close_many(inos, owner=1, generation=0, count=None):
 
 
 def chunk_io(target, ino, offset, length, owner=1, generation=0):
-    """A CHUNK_READ body; a CHUNK_WRITE's, when the data follows."""
+    """A CHUNK_READ body; a CHUNK_WRITE's, when the data follows (Conn.send
+    moves it beside the body)."""
     return chunk_ref(target, ino, owner, generation) + struct.pack("<QI", offset, length)
 
 

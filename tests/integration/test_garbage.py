@@ -42,6 +42,8 @@ class HostileInput(unittest.TestCase):
         storage = c.start_server("storage", "s1", c.target_dirs("s1", 1))
         cls.ports = {"mgmtd": c.mgmtd_port, "m1": meta.port, "s1": storage.port}
         wait_for("both servers registered", lambda: len(c.ctl_json("node", "list")["nodes"]) == 2)
+        # Registered is not serving: pfs-meta answers EAGAIN until its namespace is open.
+        wait_for("the metadata server to answer", lambda: c.ctl("stat", "/", check=False).returncode == 0)
         cls.secret = pfswire.read_secret(c.secret)
 
     @classmethod

@@ -46,9 +46,10 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 3
+VERSION = 4
 HEADER = struct.Struct("<IHHIIQIIQQ")
-FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS = 1, 2, 4
+FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
+BULK = struct.Struct("<BII")  # an inline bulk block: place, in_len, out_len
 AUTH_CHALLENGE, AUTH_RESPONSE, PING, BIND_CLIENT = 1, 2, 3, 5
 AUTH_FRAME_MAC, FRAME_MAC_LEN = 1, 16
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
@@ -192,8 +193,12 @@ class Conn:
         self.sock.sendall(self.sealed(HEADER.pack(magic, VERSION, type_, flags, length,
                                                   rid, 0, 0, 0, 0) + payload))
 
-    def reply(self, h, payload, **kw):
-        self.send(h[2], FLAG_REPLY, h[5], payload, **kw)
+    def reply(self, h, payload, data=b"", **kw):
+        """A reply of status and body; to a bulk request with its bulk data."""
+        if h[3] & FLAG_BULK:
+            kw.setdefault("flags", FLAG_REPLY | FLAG_BULK)
+            payload = struct.pack("<I", len(data)) + payload + data
+        self.send(h[2], kw.pop("flags", FLAG_REPLY), h[5], payload, **kw)
 
     def handshake(self):
         sn = os.urandom(32)
@@ -227,6 +232,12 @@ class Conn:
                 print("sinking", flush=True)
                 threading.Event().wait()  # never reads again
             p = self.read_payload(raw, h)
+            self.bulk = b""
+            if h[3] & FLAG_BULK:  # the bulk block first; its data ends the payload
+                _, in_len, _ = BULK.unpack_from(p)
+                p = p[BULK.size:]
+                self.bulk = p[len(p) - in_len:]
+                p = p[:len(p) - in_len]
             if h[3] & FLAG_GROUPS:  # the caller's groups, in front of the body
                 p = p[4 + 4 * struct.unpack_from("<I", p)[0]:]
             self.dispatch(h, p)
@@ -262,7 +273,7 @@ class Conn:
             self.reply(h, ok(struct.pack("<IH", NODE_ID, NODE_STORAGE)))
         elif t == CHUNK_WRITE:
             offset, length = struct.unpack_from("<QI", p, 20)
-            data = p[32:32 + length]
+            data = self.bulk[:length]
             with self.store["lock"]:
                 buf = self.store["data"]
                 if len(buf) < offset + length:
@@ -358,28 +369,29 @@ class Conn:
             self.reads.append((h, data))
             if len(self.reads) >= self.args.batch:
                 for rh, rdata in reversed(self.reads):
-                    self.reply(rh, ok(rdata))
+                    self.reply(rh, ok(), rdata)
                 self.reads = []
         elif mode == "oversize":
-            self.reply(h, ok(data + b"!"))
+            self.reply(h, ok(), data + b"!")
         elif mode == "badmagic":
-            self.reply(h, ok(data), magic=0xdeadbeef)
+            self.reply(h, ok(), data, magic=0xdeadbeef)
         elif mode == "hugelen":
-            self.reply(h, ok(data), length=0xffffffff)
+            self.reply(h, ok(), data, length=0xffffffff)
         elif mode == "wrongtype":
             self.send(PING, FLAG_REPLY, h[5], ok(struct.pack("<IH", 1, 3)))
         elif mode == "request":
             self.send(CHUNK_READ, 0, h[5], p)
         elif mode == "stall":
-            whole = self.sealed(HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY,
-                                            4 + len(data), h[5], 0, 0, 0, 0) + ok(data))
+            payload = struct.pack("<I", len(data)) + ok() + data
+            whole = self.sealed(HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY | FLAG_BULK,
+                                            len(payload), h[5], 0, 0, 0, 0) + payload)
             self.sock.sendall(whole[:len(whole) // 2])
             print("stalled", flush=True)
             threading.Event().wait()  # quiet for ever
         elif mode == "enoent":
             self.reply(h, failed(2, "no chunk here (fake)"))
         else:
-            self.reply(h, ok(data))
+            self.reply(h, ok(), data)
 
 
 def handle(sock, args, store):

@@ -167,23 +167,23 @@ TEST_CASE("auth: frame MACs verify in order, one direction each, and catch any c
     auto t0 = client.seal(header, {payload});
     auto t1 = client.seal(header, {std::span<const uint8_t>(payload).first(2), std::span<const uint8_t>(payload).subspan(2)});
     CHECK(t0 != t1);  // the sequence number differs
-    CHECK(server.verify(header, payload, t0));
-    CHECK(server.verify(header, payload, t1));
-    CHECK_FALSE(server.verify(header, payload, t1));  // a replay is the next frame's number
+    CHECK(server.verify(header, {payload}, t0));
+    CHECK(server.verify(header, {payload}, t1));
+    CHECK_FALSE(server.verify(header, {payload}, t1));  // a replay is the next frame's number
 
     FrameMac c2(session, false), s2(session, true);
     auto t = c2.seal(header, {payload});
     auto bad = payload;
     bad[4] ^= 1;
-    CHECK_FALSE(s2.verify(header, bad, t));
+    CHECK_FALSE(s2.verify(header, {bad}, t));
     FrameMac c3(session, false), s3(session, true);
     t = c3.seal(header, {payload});
     auto bad_header = header;
     bad_header[3] ^= 1;
-    CHECK_FALSE(s3.verify(bad_header, payload, t));
+    CHECK_FALSE(s3.verify(bad_header, {payload}, t));
     // Reflected: a frame of the client's never verifies as one from the server.
     FrameMac c4(session, false), c5(session, false);
-    CHECK_FALSE(c5.verify(header, payload, c4.seal(header, {payload})));
+    CHECK_FALSE(c5.verify(header, {payload}, c4.seal(header, {payload})));
 
     // The construction: HMAC(session, 'C' || seq LE || header || payload), first 16 bytes.
     FrameMac c6(session, false);

@@ -434,7 +434,9 @@ TEST_CASE("proto: header decode rejects bad headers", "[proto]")
 	SECTION("flags") {
 		h.flags = PFS_FLAG_REPLY | PFS_FLAG_NOTIFY;
 		CHECK(dec(h) == 0);
-		h.flags = 1u << 3;
+		h.flags = PFS_FLAG_BULK;
+		CHECK(dec(h) == 0);
+		h.flags = 1u << 4;
 		CHECK(dec(h) == -EBADMSG);
 		h.flags = PFS_FLAG_REPLY | (1u << 31);
 		CHECK(dec(h) == -EBADMSG);
@@ -714,6 +716,58 @@ TEST_CASE("proto: chunk messages reject what no server may act on", "[proto]")
 		CHECK(decode_patched(pfs_x_chunk_truncate, tr, none) == -EBADMSG);
 		tr.size = PFS_MAX_FILE_OFFSET;
 		CHECK(decode_patched(pfs_x_chunk_truncate, tr, none) == 0);
+	}
+}
+
+TEST_CASE("proto: bulk blocks name only memory that holds what they say", "[proto]")
+{
+	auto none = [](Bytes &) {};
+	auto inl = zeroed<struct pfs_bulk>();
+	auto rdma = zeroed<struct pfs_bulk>();
+
+	inl.place = PFS_BULK_INLINE;
+	inl.in_len = 4096;
+	inl.out_len = PFS_MAX_IO;
+	rdma.place = PFS_BULK_RDMA;
+	rdma.in_len = 100;
+	rdma.out_len = 200;
+	rdma.in = { 0x10000, 0x1234, 100 };
+	rdma.out = { 0x20000, 0x5678, 256 };
+	SECTION("round trips, the segments only with RDMA") {
+		Msg<struct pfs_bulk> a(pfs_x_bulk), b(pfs_x_bulk);
+
+		a.body = inl;
+		check_message(a);
+		CHECK(encode(a).size() == 9);
+		b.body = rdma;
+		check_message(b);
+		CHECK(encode(b).size() == PFS_BULK_MAX_SIZE);
+		rdma.in_len = 0;	/* no in segment on the wire */
+		rdma.in = {};
+		b.body = rdma;
+		check_message(b);
+		CHECK(encode(b).size() == PFS_BULK_MAX_SIZE - 16);
+	}
+	SECTION("lengths beyond PFS_MAX_IO") {
+		inl.in_len = PFS_MAX_IO + 1;
+		CHECK(decode_patched(pfs_x_bulk, inl, none) == -EBADMSG);
+		inl.in_len = 0;
+		inl.out_len = 0xffffffffu;
+		CHECK(decode_patched(pfs_x_bulk, inl, none) == -EBADMSG);
+	}
+	SECTION("a segment shorter than its data, or past the address space") {
+		rdma.in.length = 99;
+		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
+		rdma.in.length = 100;
+		rdma.out.length = PFS_MAX_IO + 1;
+		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
+		rdma.out.length = 256;
+		rdma.out.addr = ~0ULL - 100;
+		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
+	}
+	SECTION("an unknown place") {
+		inl.place = 2;
+		CHECK(decode_patched(pfs_x_bulk, inl, none) == -EBADMSG);
 	}
 }
 
