@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config python3
   libboost-dev libboost-program-options-dev liburing-dev nlohmann-json3-dev
   libssl-dev catch2
+  rdma-core ibverbs-providers libibverbs-dev librdmacm-dev  # RDMA (soft-RoCE in the guest tests)
   clang libclang-rt-14-dev          # libFuzzer
   linux-headers-amd64 kmod          # the kernel module (kbuild)
   qemu-system-x86 busybox-static cpio e2fsprogs fio  # kernel tests in a QEMU guest (tests/kernel)

@@ -113,6 +113,13 @@ awaitable<Status> NodeAgent::register_all() {
     req.port = identity_.port;
     if (!set_field(req.alias, identity_.alias) || !set_field(req.host, identity_.host))
         co_return Error{-EINVAL, "alias or host name too long"};
+    for (const auto& [addr, port] : identity_.rdma) {
+        if (req.naddrs == PFS_NODE_ADDRS_MAX) break;
+        pfs_node_addr& a = req.addrs[req.naddrs++];
+        a.transport = PFS_TRANSPORT_RDMA;
+        a.port = port;
+        if (!set_field(a.addr, addr)) co_return Error{-EINVAL, "RDMA address too long: " + addr};
+    }
     auto body = co_await call_ok(*client_, PFS_MSG_REGISTER_NODE, encode(pfs_x_register_node, req));
     if (!body) co_return body.error();
     auto reply = decode(*body, pfs_x_register_node_reply);

@@ -19,6 +19,8 @@ struct NodeIdentity {
     std::string alias;
     std::string host;  // empty: mgmtd records the address we connect from
     uint16_t port = 0;
+    // Where else it serves: RDMA rails (address, port).
+    std::vector<std::pair<std::string, uint16_t>> rdma;
 };
 
 struct AgentTarget {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "handshake.hpp"
+#include "rdma/rdma_transport.hpp"
 #include "tcp_channel.hpp"
 #include "log.hpp"
 
@@ -77,11 +78,37 @@ void RpcClient::fail_all(const Error& e) {
 }
 
 awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_once() {
+    // (No co_await inside ?: or in an assignment under an if: GCC 12
+    // miscompiles both.)
+    Result<std::shared_ptr<Channel>> conn = Error{-EINVAL, ""};
+    if (peer_.rdma) {
+        auto opened = co_await rdma::connect(ex_, peer_.host, peer_.port, config_.connect_timeout);
+        conn = std::move(opened);
+        if (!conn && fallback_) {
+            log::warn("cannot connect over RDMA, using TCP",
+                      {{"peer", peer_.str()}, {"tcp", fallback_->str()}, {"reason", conn.error().message}});
+            auto tcp = co_await connect_tcp(*fallback_);
+            conn = std::move(tcp);
+        }
+    } else {
+        auto tcp = co_await connect_tcp(peer_);
+        conn = std::move(tcp);
+    }
+    if (!conn) co_return conn.error();
+    auto auth = co_await client_handshake(*conn, secret_, config_.role, config_.frame_mac, config_.connect_timeout);
+    if (!auth) {
+        (*conn)->close();
+        co_return Error{auth.error().code, peer_.str() + ": " + auth.error().message};
+    }
+    co_return conn;
+}
+
+awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_tcp(const Endpoint& peer) {
     boost::system::error_code ec;
     tcp::resolver resolver(ex_);
-    auto results = co_await resolver.async_resolve(peer_.host, std::to_string(peer_.port),
+    auto results = co_await resolver.async_resolve(peer.host, std::to_string(peer.port),
                                                    asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return Error{-EHOSTUNREACH, "cannot resolve " + peer_.host + ": " + ec.message()};
+    if (ec) co_return Error{-EHOSTUNREACH, "cannot resolve " + peer.host + ": " + ec.message()};
 
     tcp::socket socket(ex_);
     asio::steady_timer deadline(ex_, config_.connect_timeout);
@@ -94,16 +121,10 @@ awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_once() {
     });
     co_await asio::async_connect(socket, results, asio::redirect_error(asio::use_awaitable, ec));
     deadline.cancel();
-    if (expired) co_return Error{-ETIMEDOUT, "cannot connect to " + peer_.str() + ": timed out"};
-    if (ec) co_return Error{-ec.value(), "cannot connect to " + peer_.str() + ": " + ec.message()};
+    if (expired) co_return Error{-ETIMEDOUT, "cannot connect to " + peer.str() + ": timed out"};
+    if (ec) co_return Error{-ec.value(), "cannot connect to " + peer.str() + ": " + ec.message()};
 
-    auto conn = std::make_shared<TcpChannel>(std::move(socket));
-    auto auth = co_await client_handshake(conn, secret_, config_.role, config_.frame_mac, config_.connect_timeout);
-    if (!auth) {
-        conn->close();
-        co_return Error{auth.error().code, peer_.str() + ": " + auth.error().message};
-    }
-    co_return conn;
+    co_return std::shared_ptr<Channel>(std::make_shared<TcpChannel>(std::move(socket)));
 }
 
 awaitable<Status> RpcClient::ensure_connected() {
@@ -278,10 +299,19 @@ awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes>
     co_return std::move(reply->body);
 }
 
+Result<TransportChoice> parse_transport(std::string_view text) {
+    if (text == "auto") return TransportChoice::automatic;
+    if (text == "tcp") return TransportChoice::tcp;
+    if (text == "rdma") return TransportChoice::rdma;
+    return Error{-EINVAL, "'" + std::string(text) + "' is not auto, tcp or rdma"};
+}
+
 ClientPool::ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
-                       ClientConfig config) {
-    for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i)
+                       ClientConfig config, std::optional<Endpoint> fallback) {
+    for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i) {
         clients_->push_back(RpcClient::create(ex, peer, secret, config));
+        if (fallback) clients_->back()->fall_back_to(*fallback);
+    }
     // One connection that got through proves the peer is back: the others
     // stop failing fast with the error of an attempt made while it was down.
     // (Weakly: a caller may hold a client after the pool is gone.)

@@ -22,8 +22,9 @@ namespace pfs {
 struct Endpoint {
     std::string host;
     uint16_t port = 0;
+    bool rdma = false;  // through rdma_cm to an RDMA interface's address, not TCP
 
-    std::string str() const { return host + ":" + std::to_string(port); }
+    std::string str() const { return host + ":" + std::to_string(port) + (rdma ? " (rdma)" : ""); }
     auto operator<=>(const Endpoint&) const = default;
 };
 
@@ -44,6 +45,16 @@ private:
     std::unordered_map<uint64_t, auth::Token> tokens_;
 };
 
+// Which transport connections use where a server offers both.
+enum class TransportChoice {
+    automatic,  // RDMA where offered and reachable, else TCP
+    tcp,
+    rdma,       // RDMA or nothing
+};
+
+// "auto", "tcp" or "rdma".
+Result<TransportChoice> parse_transport(std::string_view text);
+
 struct ClientConfig {
     std::chrono::milliseconds connect_timeout{3000};
     std::chrono::milliseconds request_timeout{10000};
@@ -52,6 +63,7 @@ struct ClientConfig {
     auth::Role role = auth::Role::client;  // what the connections prove
     bool frame_mac = false;                // ask for frame MACs (servers may require them)
     std::shared_ptr<const ClientIdentities> identities{};  // for calls that carry a client id
+    TransportChoice transport = TransportChoice::automatic;
 };
 
 class RpcClient : public std::enable_shared_from_this<RpcClient> {
@@ -90,6 +102,11 @@ public:
         backoff_ = config_.backoff_min;
     }
     const Endpoint& peer() const { return peer_; }
+    // Where to connect when peer (over RDMA) cannot be reached: TCP, said
+    // in the log once per connection that takes it.
+    void fall_back_to(Endpoint tcp) { fallback_ = std::move(tcp); }
+    // The transport of the live connection, if any ("tcp", "rdma").
+    const char* transport() const { return conn_ ? conn_->transport() : ""; }
     void close();
 
     RpcClient(asio::any_io_executor ex, Endpoint peer, auth::Secret secret, ClientConfig config);
@@ -101,11 +118,13 @@ private:
     // The connection acts for client_id from now on (BIND_CLIENT).
     awaitable<Status> bind(uint64_t client_id);
     awaitable<Result<std::shared_ptr<Channel>>> connect_once();
+    awaitable<Result<std::shared_ptr<Channel>>> connect_tcp(const Endpoint& peer);
     awaitable<void> read_loop(std::shared_ptr<Channel> conn);
     void fail_all(const Error& e);
 
     asio::any_io_executor ex_;
     Endpoint peer_;
+    std::optional<Endpoint> fallback_;
     auth::Secret secret_;
     ClientConfig config_;
     std::shared_ptr<Channel> conn_;
@@ -133,7 +152,7 @@ awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes>
 class ClientPool {
 public:
     ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
-               ClientConfig config = {});
+               ClientConfig config = {}, std::optional<Endpoint> fallback = std::nullopt);
     // Held by the caller for the duration of a call: the pool may go away.
     std::shared_ptr<RpcClient> pick();
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "handshake.hpp"
+#include "rdma/rdma_transport.hpp"
 #include "tcp_channel.hpp"
 #include "log.hpp"
 
@@ -41,6 +42,8 @@ RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret sec
                 pfs_msg_stats w{m.type, m.requests, m.errors, m.bytes_in, m.bytes_out};
                 if (pfs_x_msg_stats(x, &w)) return;
             }
+            pfs_transport_stats t = rdma::counters_snapshot();
+            pfs_x_transport_stats(x, &t);
         });
         co_return body ? Reply::ok(std::move(*body)) : Reply::from(body.error());
     });
@@ -98,6 +101,17 @@ Result<uint16_t> RpcServer::start() {
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return Error{-ec.value(), "cannot listen on " + describe(ep) + ": " + ec.message()};
     uint16_t port = acceptor_.local_endpoint().port();
+    for (const auto& addr : config_.rdma_addresses) {
+        auto l = rdma::Listener::listen(io_.get_executor(), addr, port);
+        if (!l) {
+            acceptor_.close(ec);
+            rdma_listeners_.clear();
+            return Error{l.error().code, "cannot serve RDMA on " + addr + ":" + std::to_string(port) + ": " +
+                                             l.error().message};
+        }
+        (*l)->start([this](std::shared_ptr<Channel> conn) { take(std::move(conn)); });
+        rdma_listeners_.push_back(std::move(*l));
+    }
     asio::co_spawn(io_, accept_loop(), asio::detached);
     return port;
 }
@@ -105,6 +119,13 @@ Result<uint16_t> RpcServer::start() {
 void RpcServer::stop() {
     boost::system::error_code ec;
     acceptor_.close(ec);
+    for (auto& l : rdma_listeners_) l->stop();
+}
+
+std::vector<std::pair<std::string, uint16_t>> RpcServer::rdma_endpoints() const {
+    std::vector<std::pair<std::string, uint16_t>> out;
+    for (const auto& l : rdma_listeners_) out.emplace_back(l->address(), l->port());
+    return out;
 }
 
 awaitable<void> RpcServer::accept_loop() {
@@ -129,19 +150,29 @@ awaitable<void> RpcServer::accept_loop() {
             co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             continue;
         }
-        auto conn = std::make_shared<TcpChannel>(std::move(socket));
-        if (*connections_ >= config_.max_connections) {
-            warn("too many connections, refusing", conn->peer());
-            conn->close();
-            continue;
-        }
-        const uint64_t evicted = evictions_;
-        admit_unauthenticated(conn);
-        if (evictions_ != evicted)
-            warn("too many unauthenticated connections: closed the oldest handshakes",
-                 std::to_string(evictions_) + " closed so far");
-        asio::co_spawn(io_, serve(conn), asio::detached);
+        take(std::make_shared<TcpChannel>(std::move(socket)));
     }
+}
+
+void RpcServer::take(std::shared_ptr<Channel> conn) {
+    // At most one line a second: a flood must not flood the log too.
+    auto warn = [this](const std::string& what, const std::string& detail) {
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_take_warning_ < 1s) return;
+        last_take_warning_ = now;
+        log::warn(what, {{"detail", detail}});
+    };
+    if (*connections_ >= config_.max_connections) {
+        warn("too many connections, refusing", conn->peer());
+        conn->close();
+        return;
+    }
+    const uint64_t evicted = evictions_;
+    admit_unauthenticated(conn);
+    if (evictions_ != evicted)
+        warn("too many unauthenticated connections: closed the oldest handshakes",
+             std::to_string(evictions_) + " closed so far");
+    asio::co_spawn(io_, serve(conn), asio::detached);
 }
 
 void RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {

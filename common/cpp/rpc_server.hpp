@@ -31,6 +31,10 @@
 
 namespace pfs {
 
+namespace rdma {
+class Listener;
+}
+
 struct Request {
     const Frame& frame;
     std::shared_ptr<Channel> conn;
@@ -54,6 +58,9 @@ struct ServerConfig {
     size_t max_clients_per_connection = 256;  // client ids bound on one
     size_t request_memory = 1024u << 20;      // payload bytes held at once
     bool require_frame_mac = false;
+    // Addresses of RDMA interfaces to serve on too, at the same port
+    // number (rdma_cm's port space is its own).
+    std::vector<std::string> rdma_addresses;
 };
 
 // What one message type cost a server since it started (GET_STATS).
@@ -82,9 +89,12 @@ public:
     size_t unauthenticated() const { return unauthenticated_.size(); }
     const ByteBudget& request_memory() const { return *budget_; }
 
-    // Binds and starts accepting; returns the bound port.
+    // Binds and starts accepting (TCP, then RDMA on each of its
+    // addresses); returns the bound port.
     Result<uint16_t> start();
     void stop();
+    // Where it serves over RDMA, once started (address, port).
+    std::vector<std::pair<std::string, uint16_t>> rdma_endpoints() const;
 
 private:
     struct ConnState;
@@ -106,6 +116,9 @@ private:
     using UnauthList = std::list<Unauthenticated>;
 
     awaitable<void> accept_loop();
+    // A new connection, whatever its transport: counted, admitted among the
+    // unauthenticated, then served.
+    void take(std::shared_ptr<Channel> conn);
     // Counts a new connection as unauthenticated, closing the oldest
     // handshake of its address, or of all, to stay within the quotas.
     void admit_unauthenticated(const std::shared_ptr<Channel>& conn);
@@ -130,6 +143,7 @@ private:
     ServerConfig config_;
     auth::Secret secret_;
     tcp::acceptor acceptor_;
+    std::vector<std::unique_ptr<rdma::Listener>> rdma_listeners_;
     std::map<uint16_t, Route> handlers_;
     Counters unknown_;  // requests of types without a handler
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
@@ -137,6 +151,7 @@ private:
     UnauthList unauthenticated_;
     std::unordered_map<std::string, size_t> unauthenticated_per_host_;
     uint64_t evictions_ = 0;
+    std::chrono::steady_clock::time_point last_take_warning_{};
     std::shared_ptr<ByteBudget> budget_;
     uint32_t node_id_ = 0;
     uint16_t node_type_ = PFS_NODE_MGMT;

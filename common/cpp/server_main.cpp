@@ -6,6 +6,7 @@
 
 #include "daemon.hpp"
 #include "log.hpp"
+#include "rdma/rdma_transport.hpp"
 
 namespace pfs {
 namespace {
@@ -27,6 +28,17 @@ std::vector<std::filesystem::path> split_targets(const std::vector<std::string>&
     return out;
 }
 
+// The addresses --rdma-interfaces names ("none": no RDMA).
+Result<std::vector<std::string>> rdma_addresses(const std::string& value) {
+    if (value == "none" || value.empty()) return std::vector<std::string>{};
+    std::vector<std::string> names;
+    boost::split(names, value, [](char c) { return c == ','; });
+    std::erase(names, std::string());
+    auto addrs = rdma::interface_addresses(names);
+    if (addrs && addrs->empty() && value == "auto") log::debug("no RDMA interface: serving TCP only");
+    return addrs;
+}
+
 }  // namespace
 
 int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const InstallFn& install) {
@@ -44,7 +56,10 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         ("state-dir", po::value<std::string>()->default_value(spec.default_state_dir),
          spec.node_type == PFS_NODE_META ? "metadata directory (node ID, journal, snapshots)"
                                          : "where the node ID is kept")
-        ("heartbeat-ms", po::value<unsigned>()->default_value(2000), "heartbeat interval to mgmtd");
+        ("heartbeat-ms", po::value<unsigned>()->default_value(2000), "heartbeat interval to mgmtd")
+        ("rdma-interfaces", po::value<std::string>()->default_value("auto"),
+         "network interfaces whose IPv4 addresses serve RDMA too, comma-separated (e.g. ib0,ib1); "
+         "auto: every interface that backs an RDMA device; none: TCP only");
     if (spec.has_storage_targets)
         options.add()("targets", po::value<std::vector<std::string>>()->composing(),
                       "storage target directories (comma-separated or repeated); each must exist");
@@ -81,6 +96,12 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         log::error(config.error().message);
         return 2;
     }
+    auto rdma = rdma_addresses(options.get<std::string>("rdma-interfaces"));
+    if (!rdma) {
+        log::error("--rdma-interfaces: " + rdma.error().message);
+        return 2;
+    }
+    config->rdma_addresses = *rdma;
     EventLoop io;
     RpcServer server(io, *config, *secret);
     auto port = server.start();
@@ -89,7 +110,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 1;
     }
     NodeIdentity identity{spec.node_type, options.get<std::string>("alias"),
-                          options.get<std::string>("advertise-host"), *port};
+                          options.get<std::string>("advertise-host"), *port, server.rdma_endpoints()};
     DaemonContext context{io, *mgmtd, *secret, state_dir, options};
     NodeAgent agent(io, *mgmtd, *secret, identity, state_dir, targets,
                     std::chrono::milliseconds(std::max(50u, options.get<unsigned>("heartbeat-ms"))));
@@ -104,7 +125,10 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 1;
     }
     agent.start();
-    log::info("listening", {{"port", *port}, {"mgmtd", mgmtd->str()}, {"state_dir", state_dir}});
+    std::string rdma_on;
+    for (const auto& [addr, p] : identity.rdma) rdma_on += (rdma_on.empty() ? "" : ",") + addr;
+    log::info("listening", {{"port", *port}, {"rdma", rdma_on.empty() ? "none" : rdma_on}, {"mgmtd", mgmtd->str()},
+                            {"state_dir", state_dir}});
     asio::signal_set signals(io);
     daemon::stop_on_signals(io, signals, context.before_stop);
     io.run();

@@ -117,9 +117,11 @@ awaitable<Status> Cluster::fetch_map() {
     if (!st) co_return st;
 
     std::map<uint32_t, Endpoint> endpoints;
+    tcp_endpoints_.clear();
+    for (const auto& n : nodes) tcp_endpoints_[n.node_id] = Endpoint{n.host, n.port};
     std::vector<pfs_node_info> meta_info;
     for (const auto& n : nodes) {
-        endpoints[n.node_id] = Endpoint{n.host, n.port};
+        endpoints[n.node_id] = endpoint_of(n);
         if (n.node_type == PFS_NODE_META) meta_info.push_back(n);
     }
     std::sort(meta_info.begin(), meta_info.end(),
@@ -165,10 +167,21 @@ awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type,
     co_return co_await client->call(type, std::move(payload), {}, 0, nullptr, bulk);
 }
 
+Endpoint Cluster::endpoint_of(const pfs_node_info& node) const {
+    Endpoint tcp{node.host, node.port};
+    if (config_.transport == TransportChoice::tcp) return tcp;
+    for (uint8_t i = 0; i < node.naddrs && i < PFS_NODE_ADDRS_MAX; ++i)
+        if (node.addrs[i].transport == PFS_TRANSPORT_RDMA) return Endpoint{node.addrs[i].addr, node.addrs[i].port, true};
+    return tcp;
+}
+
 ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
     auto& pool = pools_[node_id];
     if (!pool) {
-        pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_);
+        // Where RDMA fails, TCP carries on unless RDMA was demanded.
+        std::optional<Endpoint> fallback;
+        if (ep.rdma && config_.transport == TransportChoice::automatic) fallback = tcp_endpoints_[node_id];
+        pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_, fallback);
         pool->on_notify([this](const Frame& f) { deliver(f); });
         pool->on_disconnected([this, node_id] {
             for (auto& fn : on_disconnect_) fn(node_id);
@@ -200,7 +213,7 @@ awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type
                            [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
     if (it == meta_info_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
-    auto client = pool_for(meta_node, Endpoint{it->host, it->port}).pick();
+    auto client = pool_for(meta_node, endpoint_of(*it)).pick();
     auto reply = co_await client->call(type, std::move(*payload), {}, client_id, as);
     if (!reply) co_return reply.error();
     if (session_epoch) *session_epoch = reply->session_epoch;

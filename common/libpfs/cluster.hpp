@@ -83,6 +83,9 @@ private:
     size_t connections_per_server_;
     std::shared_ptr<RpcClient> mgmtd_;
     ClientPool& pool_for(uint32_t node_id, const Endpoint& ep);
+    // Where to reach a node: over RDMA where it offers it and the config
+    // allows, else over TCP.
+    Endpoint endpoint_of(const pfs_node_info& node) const;
     void deliver(const Frame& frame);
 
     std::map<uint32_t, TargetRoute> routes_;
@@ -94,6 +97,7 @@ private:
     std::map<uint64_t, NoticeFn> notices_;
     std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
     std::map<uint32_t, Endpoint> pool_endpoints_;
+    std::map<uint32_t, Endpoint> tcp_endpoints_;  // by node id, as of the last refresh
     uint64_t map_version_ = 0;
     uint64_t refreshes_ = 0;
     bool refreshing_ = false;

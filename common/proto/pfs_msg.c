@@ -188,6 +188,22 @@ int pfs_x_stats(struct pfs_xdr *x, struct pfs_stats *m)
 			   PFS_MSG_STATS_MIN_SIZE);
 }
 
+int pfs_x_transport_stats(struct pfs_xdr *x, struct pfs_transport_stats *m)
+{
+	pfs_x_u64(x, &m->rdma_connections);
+	pfs_x_u64(x, &m->sends);
+	pfs_x_u64(x, &m->send_bytes);
+	pfs_x_u64(x, &m->recvs);
+	pfs_x_u64(x, &m->recv_bytes);
+	pfs_x_u64(x, &m->reads);
+	pfs_x_u64(x, &m->read_bytes);
+	pfs_x_u64(x, &m->writes);
+	pfs_x_u64(x, &m->write_bytes);
+	pfs_x_u64(x, &m->bounce_bytes);
+	pfs_x_u64(x, &m->remote_regions);
+	return pfs_x_u64(x, &m->remote_regions_now);
+}
+
 int pfs_x_msg_stats(struct pfs_xdr *x, struct pfs_msg_stats *m)
 {
 	pfs_x_u16(x, &m->type);
@@ -213,13 +229,32 @@ int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m)
 	return x->err;
 }
 
+static int pfs_x_node_addrs(struct pfs_xdr *x, __u8 *n,
+			    struct pfs_node_addr *addrs)
+{
+	__u8 i;
+
+	if (pfs_x_u8(x, n))
+		return x->err;
+	if (pfs_xdr_decoding(x) && *n > PFS_NODE_ADDRS_MAX)
+		return x->err = -EBADMSG;
+	for (i = 0; i < *n; i++) {
+		pfs_x_enum8(x, &addrs[i].transport, PFS_TRANSPORT_RDMA);
+		pfs_x_u16(x, &addrs[i].port);
+		if (pfs_x_str(x, addrs[i].addr, sizeof(addrs[i].addr)))
+			break;
+	}
+	return x->err;
+}
+
 int pfs_x_register_node(struct pfs_xdr *x, struct pfs_register_node *m)
 {
 	pfs_x_u32(x, &m->node_id);
 	pfs_x_node_type(x, &m->node_type, 0);
 	pfs_x_u16(x, &m->port);
 	pfs_x_str(x, m->alias, sizeof(m->alias));
-	return pfs_x_str(x, m->host, sizeof(m->host));
+	pfs_x_str(x, m->host, sizeof(m->host));
+	return pfs_x_node_addrs(x, &m->naddrs, m->addrs);
 }
 
 int pfs_x_register_node_reply(struct pfs_xdr *x,
@@ -274,7 +309,8 @@ int pfs_x_node_info(struct pfs_xdr *x, struct pfs_node_info *m)
 	pfs_x_str(x, m->alias, sizeof(m->alias));
 	pfs_x_str(x, m->host, sizeof(m->host));
 	pfs_x_u64(x, &m->last_seen_ms);
-	return pfs_x_capacity(x, &m->cap);
+	pfs_x_capacity(x, &m->cap);
+	return pfs_x_node_addrs(x, &m->naddrs, m->addrs);
 }
 
 int pfs_x_target_info(struct pfs_xdr *x, struct pfs_target_info *m)

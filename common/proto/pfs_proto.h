@@ -18,7 +18,8 @@
 #define PFS_PROTO_MAGIC		0x31534650u	/* "PFS1" as LE bytes */
 /* 3: pfs_attr carries rdev and btime; MKNOD; special-file DT_ types;
  * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy
- * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk) */
+ * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk); nodes
+ * list more addresses (struct pfs_node_addr: RDMA rails) */
 #define PFS_PROTO_VERSION	4
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
@@ -139,7 +140,7 @@ enum pfs_role {
 	X(AUTH_CHALLENGE, 1, PFS_SENT_BY_NONE)	/* server -> client, first */ \
 	X(AUTH_RESPONSE, 2, PFS_SENT_BY_NONE)	/* reply proves the server */ \
 	X(PING, 3, PFS_SENT_BY_ANY)					\
-	X(GET_STATS, 4, PFS_SENT_BY_ANY)	/* -> pfs_stats + list */ \
+	X(GET_STATS, 4, PFS_SENT_BY_ANY)	/* -> stats, list, transport */ \
 	X(BIND_CLIENT, 5, PFS_SENT_BY_ANY)	/* pfs_client_token */	\
 	/* management */						\
 	X(REGISTER_NODE, 100, PFS_SENT_BY_ANY)	/* servers: by servers */ \
@@ -437,6 +438,21 @@ struct pfs_stats {
 
 #define PFS_STATS_TYPES_MAX	1024
 
+/*
+ * What a process moved over RDMA since it started: GET_STATS's reply ends
+ * with it (after the list).
+ */
+struct pfs_transport_stats {
+	__u64 rdma_connections;		/* established, ever */
+	__u64 sends, send_bytes;	/* messages (frames) */
+	__u64 recvs, recv_bytes;
+	__u64 reads, read_bytes;	/* RDMA READ it issued */
+	__u64 writes, write_bytes;	/* RDMA WRITE it issued */
+	__u64 bounce_bytes;		/* copied to reach registered memory */
+	__u64 remote_regions;		/* memory lent for requests, ever */
+	__u64 remote_regions_now;	/* ... and still lent */
+};
+
 struct pfs_msg_stats {
 	__u16 type;		/* 0: requests of types the server does not serve */
 	__u64 requests;
@@ -452,12 +468,32 @@ struct pfs_capacity {
 	__u64 inodes_free;
 };
 
+/*
+ * Where else a node serves requests, beside host:port over TCP: one entry
+ * per rail (an RDMA interface's address), in the order the node lists them.
+ */
+#define PFS_NODE_ADDRS_MAX	8
+#define PFS_ADDR_MAX		48	/* an IPv4 or IPv6 address as text */
+
+enum pfs_transport {
+	PFS_TRANSPORT_TCP = 0,
+	PFS_TRANSPORT_RDMA = 1,
+};
+
+struct pfs_node_addr {
+	__u8 transport;		/* enum pfs_transport */
+	__u16 port;
+	char addr[PFS_ADDR_MAX];
+};
+
 struct pfs_register_node {
 	__u32 node_id;		/* the id the node had, or 0 */
 	__u16 node_type;
 	__u16 port;		/* where the node serves requests, 0 = none */
 	char alias[PFS_ALIAS_MAX];
 	char host[PFS_HOST_MAX];
+	__u8 naddrs;
+	struct pfs_node_addr addrs[PFS_NODE_ADDRS_MAX];
 };
 
 struct pfs_register_node_reply {
@@ -505,6 +541,8 @@ struct pfs_node_info {
 	char host[PFS_HOST_MAX];
 	__u64 last_seen_ms;	/* age of the last heartbeat */
 	struct pfs_capacity cap;
+	__u8 naddrs;
+	struct pfs_node_addr addrs[PFS_NODE_ADDRS_MAX];
 };
 
 struct pfs_target_info {
@@ -1136,6 +1174,7 @@ int pfs_x_groups(struct pfs_xdr *x, struct pfs_groups *m);
 int pfs_x_ping_reply(struct pfs_xdr *x, struct pfs_ping_reply *m);
 int pfs_x_stats(struct pfs_xdr *x, struct pfs_stats *m);
 int pfs_x_msg_stats(struct pfs_xdr *x, struct pfs_msg_stats *m);
+int pfs_x_transport_stats(struct pfs_xdr *x, struct pfs_transport_stats *m);
 int pfs_x_capacity(struct pfs_xdr *x, struct pfs_capacity *m);
 int pfs_x_register_node(struct pfs_xdr *x, struct pfs_register_node *m);
 int pfs_x_register_node_reply(struct pfs_xdr *x,
@@ -1207,7 +1246,7 @@ int pfs_x_chunk_seek_reply(struct pfs_xdr *x, struct pfs_chunk_seek_reply *m);
 int pfs_x_chunk_copy(struct pfs_xdr *x, struct pfs_chunk_copy *m);
 
 /* Smallest encodings, for pfs_x_count's min_elem_size. */
-#define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32)
+#define PFS_NODE_INFO_MIN_SIZE	(4 + 2 + 2 + 1 + 2 + 2 + 8 + 32 + 1)
 #define PFS_TARGET_INFO_MIN_SIZE (4 * 3 + 4 + 2 + 8 + 32)
 #define PFS_POOL_INFO_MIN_SIZE	(4 + 2)
 #define PFS_TARGET_CAP_MIN_SIZE	(4 + 32)

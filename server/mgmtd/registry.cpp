@@ -1,5 +1,7 @@
 #include "registry.hpp"
 
+#include <arpa/inet.h>
+
 #include <nlohmann/json.hpp>
 
 #include "log.hpp"
@@ -11,6 +13,13 @@ namespace pfs::mgmtd {
 using nlohmann::json;
 
 namespace {
+
+// An IP address as text (what a node announces; never a name to resolve).
+bool valid_address(const NodeAddr& a) {
+    in6_addr buf{};
+    return a.port != 0 && a.transport <= PFS_TRANSPORT_RDMA && a.addr.size() < PFS_ADDR_MAX &&
+           (::inet_pton(AF_INET, a.addr.c_str(), &buf) == 1 || ::inet_pton(AF_INET6, a.addr.c_str(), &buf) == 1);
+}
 
 bool valid_name(const std::string& s, size_t max) {
     if (s.empty() || s.size() >= max) return false;
@@ -72,7 +81,17 @@ json Registry::to_json() const {
     j["nodes"] = json::array();
     for (const auto& [id, n] : nodes_) {
         if (n.type == PFS_NODE_CLIENT) continue;  // clients register anew after a restart
-        j["nodes"].push_back({{"id", id}, {"type", n.type}, {"alias", n.alias}, {"host", n.host}, {"port", n.port}});
+        json addrs = json::array();
+        for (const auto& a : n.addrs)
+            addrs.push_back({{"transport", a.transport == PFS_TRANSPORT_RDMA ? "rdma" : "tcp"},
+                             {"addr", a.addr},
+                             {"port", a.port}});
+        j["nodes"].push_back({{"id", id},
+                              {"type", n.type},
+                              {"alias", n.alias},
+                              {"host", n.host},
+                              {"port", n.port},
+                              {"addrs", addrs}});
     }
     j["targets"] = json::array();
     for (const auto& [id, t] : targets_)
@@ -113,6 +132,15 @@ Status Registry::from_json(const json& j, Clock::time_point now) {
             node.alias = n.at("alias").get<std::string>();
             node.host = n.at("host").get<std::string>();
             node.port = n.at("port").get<uint16_t>();
+            // State files before protocol 4 list no more addresses.
+            for (const auto& a : n.value("addrs", json::array())) {
+                NodeAddr addr{a.at("transport").get<std::string>() == "rdma" ? uint8_t{PFS_TRANSPORT_RDMA}
+                                                                             : uint8_t{PFS_TRANSPORT_TCP},
+                              a.at("port").get<uint16_t>(), a.at("addr").get<std::string>()};
+                if (!valid_address(addr) || node.addrs.size() >= PFS_NODE_ADDRS_MAX)
+                    return bad("an address of node " + std::to_string(node.id));
+                node.addrs.push_back(addr);
+            }
             // A restart is not a failure of the servers: give them one
             // timeout to report in before they count as offline.
             node.last_seen = now;
@@ -174,13 +202,22 @@ Result<pfs_register_node_reply> Registry::register_node(const pfs_register_node&
     if (id == 0) id = next_node_id_;
     next_node_id_ = std::max(next_node_id_, id + 1);
 
+    std::vector<NodeAddr> addrs;
+    for (uint8_t i = 0; i < req.naddrs && i < PFS_NODE_ADDRS_MAX; ++i) {
+        NodeAddr a{req.addrs[i].transport, req.addrs[i].port, req.addrs[i].addr};
+        if (!valid_address(a))
+            return Error{-EINVAL, "invalid node address '" + a.addr + ":" + std::to_string(a.port) + "'"};
+        addrs.push_back(a);
+    }
     Node& node = nodes_[id];
-    bool changed = is_new || node.alias != alias || node.host != req.host || node.port != req.port;
+    bool changed = is_new || node.alias != alias || node.host != req.host || node.port != req.port ||
+                   node.addrs != addrs;
     node.id = id;
     node.type = req.node_type;
     node.alias = alias;
     node.host = req.host;
     node.port = req.port;
+    node.addrs = std::move(addrs);
     node.last_seen = now;
     if (changed) {
         auto st = commit(PFS_CHANGE_NODES);
@@ -288,6 +325,12 @@ std::vector<pfs_node_info> Registry::node_infos(uint16_t type, Clock::time_point
         set_field(info.host, n.host);
         info.last_seen_ms = age_ms(n.last_seen, now);
         info.cap = n.cap;
+        for (const auto& a : n.addrs) {
+            pfs_node_addr& w = info.addrs[info.naddrs++];
+            w.transport = a.transport;
+            w.port = a.port;
+            set_field(w.addr, a.addr);
+        }
         out.push_back(info);
     }
     return out;

@@ -35,12 +35,21 @@ struct Settings {
     double inodes_emergency_pct = 3.0;
 };
 
+// Another address a node serves on (an RDMA rail), beside host:port.
+struct NodeAddr {
+    uint8_t transport = PFS_TRANSPORT_TCP;
+    uint16_t port = 0;
+    std::string addr;
+    bool operator==(const NodeAddr&) const = default;
+};
+
 struct Node {
     uint32_t id = 0;
     uint16_t type = 0;
     uint16_t port = 0;
     std::string alias;
     std::string host;
+    std::vector<NodeAddr> addrs;
     Clock::time_point last_seen{};
     pfs_capacity cap{};  // metadata nodes: their metadata store
 };

@@ -105,6 +105,7 @@ FUZZ_WRAP(chunk_seek)
 FUZZ_WRAP(chunk_seek_reply)
 FUZZ_WRAP(chunk_copy)
 FUZZ_WRAP(bulk)
+FUZZ_WRAP(transport_stats)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -229,6 +230,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(chunk_copy),
 	FUZZ_BODY(mknod),
 	FUZZ_BODY(bulk),
+	FUZZ_BODY(transport_stats),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

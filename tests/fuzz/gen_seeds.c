@@ -165,6 +165,11 @@ int main(int argc, char **argv)
 		struct pfs_entry_id e = { 0x123456789aULL, 2, 1 };
 
 		tc.cap = cap;
+		n.naddrs = 2;
+		n.addrs[0] = (struct pfs_node_addr){ PFS_TRANSPORT_RDMA, 8005,
+						     "10.1.0.1" };
+		n.addrs[1] = (struct pfs_node_addr){ PFS_TRANSPORT_RDMA, 8005,
+						     "fd00::1" };
 		SEED(ping_reply, "1", &p);
 		SEED(capacity, "1", &cap);
 		SEED(register_node, "1", &n);
@@ -203,6 +208,9 @@ int main(int argc, char **argv)
 		struct pfs_heartbeat hb0 = { 4, 0 };
 
 		ni[0].cap = cap;
+		ni[1].naddrs = 1;
+		ni[1].addrs[0] = (struct pfs_node_addr){ PFS_TRANSPORT_RDMA,
+							 8003, "10.1.0.3" };
 		ti[1].cap = cap;
 		tcs[0].cap = cap;
 		SEED(node_info, "1", &ni[1]);
@@ -398,6 +406,12 @@ int main(int argc, char **argv)
 
 		SEED(bulk, "1", &inl);
 		SEED(bulk, "2", &rdma);
+	}
+	{
+		struct pfs_transport_stats ts = { 2, 100, 4096, 90, 2048, 5,
+						  5 << 20, 7, 7 << 20, 0, 12, 0 };
+
+		SEED(transport_stats, "1", &ts);
 	}
 	return 0;
 }

@@ -110,7 +110,8 @@ class Hostile(LogsOnFailure, unittest.TestCase):
                 status, text = mgmtd.call(MSG[msg], body)
                 self.assertEqual(status, pfswire.EPERM, text)
         # Registering as a storage server would draw other clients' data.
-        node = struct.pack("<IHH", 0, 3, 9999) + struct.pack("<H", 4) + b"evil" + struct.pack("<H", 9) + b"127.0.0.1"
+        node = (struct.pack("<IHH", 0, 3, 9999) + struct.pack("<H", 4) + b"evil" + struct.pack("<H", 9) + b"127.0.0.1"
+                + b"\0")  # no more addresses
         status, text = mgmtd.call(MSG["REGISTER_NODE"], node)
         self.assertEqual(status, pfswire.EPERM, text)
         mgmtd.close()

@@ -263,7 +263,7 @@ class Conn:
             for node_id, node_type in nodes:
                 body += (struct.pack("<IHHB", node_id, node_type, port, 0) +
                          pstr("fake") + pstr("127.0.0.1") +
-                         struct.pack("<Q", 0) + capacity())
+                         struct.pack("<Q", 0) + capacity() + b"\0")  # no more addresses
             self.reply(h, ok(body))
         elif t == GET_TARGETS:
             target = (struct.pack("<IIIBBBB", TARGET_ID, NODE_ID, 1, 0, 0, 0, 0) +

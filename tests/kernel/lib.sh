@@ -205,7 +205,8 @@ print([n["node_id"] for n in json.load(sys.stdin)["nodes"] if n["alias"] == sys.
 # scratch disk; returns once every target is ONLINE and pfs-meta serves the
 # namespace (every metadata server ONLINE too). PFS_STORAGE_DIRECT_IO=true:
 # O_DIRECT chunk files. PFS_META_CONF: more lines for every pfs-meta's
-# config file (e.g. "session-timeout = 2").
+# config file (e.g. "session-timeout = 2"); PFS_SERVER_CONF: for every
+# pfs-meta's and pfs-storage's (e.g. "rdma-interfaces = pfsr0s").
 start_cluster() {
 	local nstor=${1:-2} ntgt=${2:-2} nmeta=${3:-1} d=$PFS_CLUSTER_DIR n t targets
 	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
@@ -232,6 +233,7 @@ start_cluster() {
 			heartbeat-ms = 1000
 		CONF
 		[ -z "${PFS_META_CONF:-}" ] || echo "$PFS_META_CONF" >> "$d/etc/meta$n.conf"
+		[ -z "${PFS_SERVER_CONF:-}" ] || echo "$PFS_SERVER_CONF" >> "$d/etc/meta$n.conf"
 	done
 	for n in $(seq "$nstor"); do
 		targets=
@@ -250,6 +252,7 @@ start_cluster() {
 			heartbeat-ms = 1000
 			direct-io = ${PFS_STORAGE_DIRECT_IO:-false}
 		CONF
+		[ -z "${PFS_SERVER_CONF:-}" ] || echo "$PFS_SERVER_CONF" >> "$d/etc/storage$n.conf"
 	done
 
 	pfs_start_daemon mgmtd server/mgmtd/pfs-mgmtd
@@ -268,6 +271,58 @@ start_cluster() {
 	wait_until "pfs-meta serving the namespace" eval 'pfs_ctl stat / > /dev/null 2>&1'
 	[ "$nmeta" -eq 1 ] || wait_until "$nmeta metadata servers ONLINE" eval \
 		'[ "$(pfs_ctl node list --type meta --json 2> /dev/null | grep -c "\"ONLINE\"")" -eq '"$nmeta"' ]'
+}
+
+# ---- RDMA rails (soft-RoCE) -----------------------------------------------------
+
+# setup_rails N: N RDMA rails, each a veth pair with an rxe device on both
+# ends: rail i's client end is pfsr<i>c (10.88.<i>.1, rxe device
+# rxe<i>c), its server end pfsr<i>s (10.88.<i>.2, rxe<i>s). rxe cannot
+# cross network namespaces on this kernel, so both ends stay in this one,
+# and policy routing sends what goes from one end's address to the other
+# over the veth wire instead of through the local table: traffic that
+# arrives on a rail is looked up in the local table first, traffic to
+# a rail address leaves by the rail's other end (or, that end down, is
+# unreachable), and the local table comes after both. A rail goes down
+# with `ip link set pfsr<i>c down`.
+setup_rails() {
+	local n=$1 i c s
+	modprobe rdma_rxe && modprobe ib_uverbs && modprobe rdma_ucm && modprobe veth ||
+		fail "cannot load the soft-RoCE modules"
+	for i in $(seq 0 $((n - 1))); do
+		c=pfsr${i}c s=pfsr${i}s
+		ip link add "$c" type veth peer name "$s"
+		ip addr add "10.88.$i.1/24" dev "$c"
+		ip addr add "10.88.$i.2/24" dev "$s"
+		ip link set "$c" up
+		ip link set "$s" up
+		sysctl -qw "net.ipv4.conf.$c.accept_local=1" "net.ipv4.conf.$s.accept_local=1" \
+			"net.ipv4.conf.$c.rp_filter=0" "net.ipv4.conf.$s.rp_filter=0"
+		ip rule add pref 100 iif "$c" lookup local
+		ip rule add pref 100 iif "$s" lookup local
+		ip rule add pref 200 to "10.88.$i.2" lookup $((1000 + 2 * i))
+		ip route add "10.88.$i.2" dev "$c" src "10.88.$i.1" table $((1000 + 2 * i))
+		ip rule add pref 200 to "10.88.$i.1" lookup $((1001 + 2 * i))
+		ip route add "10.88.$i.1" dev "$s" src "10.88.$i.2" table $((1001 + 2 * i))
+		rdma link add "rxe${i}c" type rxe netdev "$c" || fail "rdma link add on $c failed"
+		rdma link add "rxe${i}s" type rxe netdev "$s" || fail "rdma link add on $s failed"
+	done
+	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0
+	# A rail whose wire is down must not be bypassed through the local
+	# table: what this host sends to a rail address goes by the rail or
+	# nowhere.
+	ip rule add pref 250 to 10.88.0.0/16 unreachable
+	if ip rule show pref 0 | grep -q 'lookup local'; then
+		ip rule del pref 0 lookup local
+		ip rule add pref 300 lookup local
+	fi
+}
+
+# The server ends of N rails, for rdma-interfaces: pfsr0s,pfsr1s,...
+rail_servers() {
+	local i out=
+	for i in $(seq 0 $(($1 - 1))); do out+=${out:+,}pfsr${i}s; done
+	echo "$out"
 }
 
 # Stops every daemon with SIGTERM, all at once (SIGKILL after PFS_WAIT).

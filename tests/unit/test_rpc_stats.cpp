@@ -19,6 +19,7 @@ constexpr uint16_t kFail = 901;
 struct Stats {
     pfs_stats head{};
     std::vector<pfs_msg_stats> types;
+    pfs_transport_stats transport{};
 
     const pfs_msg_stats* type(uint16_t t) const {
         for (const auto& m : types)
@@ -34,6 +35,7 @@ Result<Stats> decode_stats(const Bytes& body) {
         s.types.resize(s.head.count);
         for (auto& t : s.types)
             if (pfs_x_msg_stats(x, &t)) return;
+        pfs_x_transport_stats(x, &s.transport);
     });
     if (!st) return st.error();
     return s;
@@ -144,6 +146,8 @@ TEST_CASE("stats: GET_STATS and CHUNK_LIST codecs", "[proto][stats]") {
                 pfs_msg_stats m{t, 1, 0, 2, 3};
                 pfs_x_msg_stats(x, &m);
             }
+            pfs_transport_stats none{};
+            pfs_x_transport_stats(x, &none);
         });
     };
     auto three = list_of(3);
@@ -151,11 +155,15 @@ TEST_CASE("stats: GET_STATS and CHUNK_LIST codecs", "[proto][stats]") {
     auto decoded = decode_stats(*three);
     REQUIRE(decoded);
     CHECK(decoded->types.size() == 3);
-    auto four = list_of(4);
-    REQUIRE(four);
+    // Four claimed, three there: the transport block after them cannot
+    // pass for the fourth.
+    CHECK_FALSE(decode_stats(*list_of(4)));
     pfs_xdr x;
     pfs_stats h{};
-    pfs_xdr_init_decode(&x, four->data(), static_cast<uint32_t>(four->size()));
+    // Ten claimed: more than the bytes left could hold, refused at the count.
+    auto ten = list_of(10);
+    REQUIRE(ten);
+    pfs_xdr_init_decode(&x, ten->data(), static_cast<uint32_t>(ten->size()));
     CHECK(pfs_x_stats(&x, &h) == -EBADMSG);
     // More types than any server has: refused even when the bytes are there.
     head.count = 0;

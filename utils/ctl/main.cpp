@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "log.hpp"
+#include "rdma/verbs.hpp"
 
 using namespace pfs;
 using namespace pfs::ctl;
@@ -83,6 +84,10 @@ Status check_usage(const Command& cmd, const Options& options, size_t args) {
     return ok_status();
 }
 
+void print_transport_stats(std::FILE* out) {
+    std::fprintf(out, "{\"transport_stats\": %s}\n", rdma::counters_json().c_str());
+}
+
 int run(int argc, char** argv) {
     log::set_component("pfs-ctl");
     log::set_level(log::Level::warn);
@@ -120,6 +125,7 @@ int run(int argc, char** argv) {
     if (!mgmt) return fail(mgmt.error());
     Context ctx{**mgmt, options, std::move(args), options.get<bool>("json"), nullptr};
     auto output = (*cmd)->run(ctx);
+    if (options.get<bool>("transport-stats")) print_transport_stats(stderr);
     if (!output) return fail(output.error());
     std::fputs(output->c_str(), stdout);
     if (std::fflush(stdout) != 0) return kExitRefused;

@@ -40,6 +40,7 @@ ClientConfig ClientSettings::client_config() const {
     // The admin role when the auth file allows it (changing the map and
     // fsck need it), else what the file proves.
     config.role = secret.strongest();
+    config.transport = transport;
     return config;
 }
 
@@ -56,7 +57,9 @@ Result<ClientSettings> load_settings(const Options& options) {
         std::string prefix = "auth file " + options.get<std::string>("auth-file") + ": ";
         return unreachable(msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg);
     }
-    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms)};
+    auto transport = parse_transport(options.get<std::string>("transport"));
+    if (!transport) return usage_error("--transport: " + transport.error().message);
+    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms), *transport};
 }
 
 Error mgmtd_no_answer(const Error& e, const std::string& at, milliseconds timeout, bool was_connected) {
@@ -89,7 +92,11 @@ void MgmtClient::add_options(Options& options) {
                       ->value_name("HOST[:PORT]"),
          "management daemon to ask")
         ("timeout-ms", po::value<unsigned>()->default_value(5000)->value_name("MS"),
-         "give up on connecting or on an answer after this long");
+         "give up on connecting or on an answer after this long")
+        ("transport", po::value<std::string>()->default_value("auto")->value_name("auto|tcp|rdma"),
+         "to the servers: RDMA where they offer it (falling back to TCP), TCP only, or RDMA only")
+        ("transport-stats", po::bool_switch(),
+         "print what this run moved over RDMA and how (JSON, on stderr) when it ends");
 }
 
 Result<std::unique_ptr<MgmtClient>> MgmtClient::open(const Options& options) {

@@ -28,6 +28,8 @@ struct ServerRates {
     uint64_t requests_total = 0;
     Rates total{};
     std::map<uint16_t, Rates> by_type{};  // types with requests in the interval
+    pfs_transport_stats transport{};      // RDMA totals at the end of the interval
+    double rdma_bytes = 0;                // per second: RDMA READ and WRITE it issued
 };
 
 Result<double> parse_interval(const Context& ctx) {
@@ -48,6 +50,10 @@ void fill_rates(ServerRates& out, const StatsSample& a, const StatsSample& b) {
         return;
     }
     out.seconds = static_cast<double>(b.head.uptime_ms - a.head.uptime_ms) / 1000.0;
+    out.transport = b.transport;
+    const uint64_t rdma_before = a.transport.read_bytes + a.transport.write_bytes;
+    const uint64_t rdma_after = b.transport.read_bytes + b.transport.write_bytes;
+    if (rdma_after >= rdma_before) out.rdma_bytes = static_cast<double>(rdma_after - rdma_before) / out.seconds;
     std::map<uint16_t, const pfs_msg_stats*> before;
     for (const auto& t : a.types) before[t.type] = &t;
     for (const auto& t : b.types) {
@@ -99,6 +105,13 @@ std::string render(const std::vector<ServerRates>& servers, double interval, boo
                 n["seconds"] = s.seconds;
                 n["requests_total"] = s.requests_total;
                 n.update(rates_json(s.total));
+                const pfs_transport_stats& t = s.transport;
+                n["rdma_bytes_per_s"] = s.rdma_bytes;
+                n["rdma"] = {{"connections", t.rdma_connections}, {"sends", t.sends},
+                             {"send_bytes", t.send_bytes},       {"recvs", t.recvs},
+                             {"recv_bytes", t.recv_bytes},       {"reads", t.reads},
+                             {"read_bytes", t.read_bytes},       {"writes", t.writes},
+                             {"write_bytes", t.write_bytes},     {"bounce_bytes", t.bounce_bytes}};
                 if (by_type) {
                     json types = json::array();
                     for (const auto& [type, r] : s.by_type) {
@@ -115,7 +128,8 @@ std::string render(const std::vector<ServerRates>& servers, double interval, boo
     }
     std::vector<Column> columns{{"ID", Align::right}, {"TYPE"}, {"ALIAS"}};
     if (by_type) columns.push_back({"MESSAGE"});
-    append(columns, {{"OPS/S", Align::right}, {"READ-MB/S", Align::right}, {"WRITE-MB/S", Align::right}});
+    append(columns, {{"OPS/S", Align::right}, {"READ-MB/S", Align::right}, {"WRITE-MB/S", Align::right},
+                     {"RDMA-MB/S", Align::right}});
     Table table(std::move(columns));
     std::string notes;
     auto add = [&](const ServerRates& s, const std::string& message, const Rates& r) {
@@ -123,13 +137,15 @@ std::string render(const std::vector<ServerRates>& servers, double interval, boo
         if (by_type) row.push_back(message);
         // Read: what the server sent (chunk data read), write: what it received.
         for (auto v : {fixed(r.ops, 1), fixed(r.bytes_out / 1e6, 2), fixed(r.bytes_in / 1e6, 2)}) row.push_back(v);
+        // Per server only: RDMA moves bytes for the connection, not per message type.
+        row.push_back(message == "all" ? fixed(s.rdma_bytes / 1e6, 2) : "");
         table.add_row(std::move(row));
     };
     for (const auto& s : servers) {
         if (!s.error.empty()) {
             std::vector<std::string> row{std::to_string(s.node_id), node_type_name(s.node_type), s.alias};
             if (by_type) row.push_back("-");
-            for (int i = 0; i < 3; ++i) row.push_back("-");
+            for (int i = 0; i < 4; ++i) row.push_back("-");
             table.add_row(std::move(row));
             notes += labelled(s.node_id, s.alias) + ": " + s.error + "\n";
             continue;

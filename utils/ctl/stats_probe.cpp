@@ -23,6 +23,7 @@ awaitable<Result<StatsSample>> ask(std::shared_ptr<RpcClient> client, std::chron
         s.types.resize(s.head.count);
         for (auto& t : s.types)
             if (pfs_x_msg_stats(x, &t)) return;
+        pfs_x_transport_stats(x, &s.transport);
     });
     if (!st) co_return Error{PFS_E_PROTO, "malformed GET_STATS reply from " + client->peer().str()};
     co_return s;

@@ -25,6 +25,7 @@ struct ServerAddress {
 struct StatsSample {
     pfs_stats head{};
     std::vector<pfs_msg_stats> types;
+    pfs_transport_stats transport{};  // what the server moved over RDMA
 };
 
 class StatsProbe {

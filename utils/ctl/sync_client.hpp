@@ -24,6 +24,7 @@ struct ClientSettings {
     Endpoint mgmtd;
     auth::Secret secret;
     std::chrono::milliseconds timeout{5000};
+    TransportChoice transport = TransportChoice::automatic;
 
     ClientConfig client_config() const;
 };
