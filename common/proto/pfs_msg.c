@@ -82,15 +82,31 @@ int pfs_x_reply_status(struct pfs_xdr *x, struct pfs_reply_status *m)
 	return x->err;
 }
 
-static int pfs_x_bulk_seg(struct pfs_xdr *x, struct pfs_bulk_seg *m,
-			  __u32 need)
+static int pfs_x_bulk_seg(struct pfs_xdr *x, struct pfs_bulk_seg *m)
 {
 	pfs_x_u64(x, &m->addr);
 	pfs_x_u32(x, &m->rkey);
 	pfs_x_u32(x, &m->length);
 	if (pfs_xdr_decoding(x) && !x->err &&
-	    (m->length < need || m->length > PFS_MAX_IO ||
+	    (m->length == 0 || m->length > PFS_MAX_IO ||
 	     m->addr + m->length < m->addr))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+/* n segments whose lengths add up to exactly len. */
+static int pfs_x_bulk_segs(struct pfs_xdr *x, __u8 n, struct pfs_bulk_seg *s,
+			   __u32 len)
+{
+	__u64 sum = 0;
+	__u8 i;
+
+	for (i = 0; i < n; i++) {
+		if (pfs_x_bulk_seg(x, &s[i]))
+			return x->err;
+		sum += s[i].length;
+	}
+	if (pfs_xdr_decoding(x) && sum != len)
 		x->err = -EBADMSG;
 	return x->err;
 }
@@ -107,11 +123,15 @@ int pfs_x_bulk(struct pfs_xdr *x, struct pfs_bulk *m)
 		return x->err = -EBADMSG;
 	if (m->place != PFS_BULK_RDMA)
 		return x->err;
-	if (m->in_len)
-		pfs_x_bulk_seg(x, &m->in, m->in_len);
-	if (m->out_len)
-		pfs_x_bulk_seg(x, &m->out, m->out_len);
-	return x->err;
+	pfs_x_u8(x, &m->nin);
+	if (pfs_x_u8(x, &m->nout))
+		return x->err;
+	if (pfs_xdr_decoding(x) &&
+	    (m->nin > PFS_BULK_SEGS_MAX || m->nout > PFS_BULK_SEGS_MAX ||
+	     !m->nin != !m->in_len || !m->nout != !m->out_len))
+		return x->err = -EBADMSG;
+	pfs_x_bulk_segs(x, m->nin, m->in, m->in_len);
+	return pfs_x_bulk_segs(x, m->nout, m->out, m->out_len);
 }
 
 int pfs_x_auth_challenge(struct pfs_xdr *x, struct pfs_auth_challenge *m)

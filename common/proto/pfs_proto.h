@@ -89,21 +89,27 @@ struct pfs_bulk_seg {
 	__u32 length;
 };
 
+/* Segments one direction of a request's bulk data may be spread over. */
+#define PFS_BULK_SEGS_MAX	16
+
 /*
  * The bulk data of a request: in_len bytes come with it (a write's data),
  * and its reply may bring up to out_len (a read's). Each is at most
- * PFS_MAX_IO. With PFS_BULK_RDMA, `in` holds the request's data and `out`
- * takes the reply's (each present only when its length is not 0, and at
- * least that long); a server never touches a byte outside them.
+ * PFS_MAX_IO. With PFS_BULK_RDMA, the nin segments of `in` hold the
+ * request's data and the nout of `out` take the reply's, in order; their
+ * lengths add up to exactly in_len and out_len (none present for a length
+ * of 0, none empty), and a server never touches a byte outside them.
  */
 struct pfs_bulk {
 	__u8 place;		/* enum pfs_bulk_place */
 	__u32 in_len;
 	__u32 out_len;
-	struct pfs_bulk_seg in;
-	struct pfs_bulk_seg out;
+	__u8 nin;
+	__u8 nout;
+	struct pfs_bulk_seg in[PFS_BULK_SEGS_MAX];
+	struct pfs_bulk_seg out[PFS_BULK_SEGS_MAX];
 };
-#define PFS_BULK_MAX_SIZE	(1 + 4 + 4 + 2 * 16)
+#define PFS_BULK_MAX_SIZE	(1 + 4 + 4 + 2 + 2 * PFS_BULK_SEGS_MAX * 16)
 
 /*
  * Supplementary groups a request carries: the servers check permissions

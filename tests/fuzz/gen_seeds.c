@@ -399,10 +399,15 @@ int main(int argc, char **argv)
 		SEED(chunk_copy, "1", &cc);
 	}
 	{
-		struct pfs_bulk inl = { PFS_BULK_INLINE, 4096, 0, { 0 }, { 0 } };
-		struct pfs_bulk rdma = { PFS_BULK_RDMA, 1 << 20, 1 << 20,
-					 { 0x7f0000000000ull, 0x1234, 1 << 20 },
-					 { 0x7f0000100000ull, 0x5678, 1 << 20 } };
+		struct pfs_bulk inl = { .place = PFS_BULK_INLINE,
+					.in_len = 4096 };
+		struct pfs_bulk rdma = {
+			.place = PFS_BULK_RDMA, .in_len = 1 << 20,
+			.out_len = 1 << 20, .nin = 1, .nout = 2,
+			.in = { { 0x7f0000000000ull, 0x1234, 1 << 20 } },
+			.out = { { 0x7f0000100000ull, 0x5678, 1 << 19 },
+				 { 0x7f0000200000ull, 0x9abc, 1 << 19 } },
+		};
 
 		SEED(bulk, "1", &inl);
 		SEED(bulk, "2", &rdma);

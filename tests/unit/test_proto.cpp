@@ -730,9 +730,12 @@ TEST_CASE("proto: bulk blocks name only memory that holds what they say", "[prot
 	inl.out_len = PFS_MAX_IO;
 	rdma.place = PFS_BULK_RDMA;
 	rdma.in_len = 100;
-	rdma.out_len = 200;
-	rdma.in = { 0x10000, 0x1234, 100 };
-	rdma.out = { 0x20000, 0x5678, 256 };
+	rdma.out_len = 300;
+	rdma.nin = 1;
+	rdma.in[0] = { 0x10000, 0x1234, 100 };
+	rdma.nout = 2;
+	rdma.out[0] = { 0x20000, 0x5678, 256 };
+	rdma.out[1] = { 0x40000, 0x9abc, 44 };
 	SECTION("round trips, the segments only with RDMA") {
 		Msg<struct pfs_bulk> a(pfs_x_bulk), b(pfs_x_bulk);
 
@@ -741,12 +744,13 @@ TEST_CASE("proto: bulk blocks name only memory that holds what they say", "[prot
 		CHECK(encode(a).size() == 9);
 		b.body = rdma;
 		check_message(b);
-		CHECK(encode(b).size() == PFS_BULK_MAX_SIZE);
+		CHECK(encode(b).size() == 11 + 3 * 16);
 		rdma.in_len = 0;	/* no in segment on the wire */
-		rdma.in = {};
+		rdma.nin = 0;
+		rdma.in[0] = {};
 		b.body = rdma;
 		check_message(b);
-		CHECK(encode(b).size() == PFS_BULK_MAX_SIZE - 16);
+		CHECK(encode(b).size() == 11 + 2 * 16);
 	}
 	SECTION("lengths beyond PFS_MAX_IO") {
 		inl.in_len = PFS_MAX_IO + 1;
@@ -755,15 +759,35 @@ TEST_CASE("proto: bulk blocks name only memory that holds what they say", "[prot
 		inl.out_len = 0xffffffffu;
 		CHECK(decode_patched(pfs_x_bulk, inl, none) == -EBADMSG);
 	}
-	SECTION("a segment shorter than its data, or past the address space") {
-		rdma.in.length = 99;
+	SECTION("segments that do not add up to their data, or run past the address space") {
+		rdma.in[0].length = 99;
 		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
-		rdma.in.length = 100;
-		rdma.out.length = PFS_MAX_IO + 1;
+		rdma.in[0].length = 101;
 		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
-		rdma.out.length = 256;
-		rdma.out.addr = ~0ULL - 100;
+		rdma.in[0].length = 100;
+		rdma.out[1].length = 45;
 		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
+		rdma.out[1].length = 44;
+		rdma.out[1].addr = ~0ULL - 10;
+		CHECK(decode_patched(pfs_x_bulk, rdma, none) == -EBADMSG);
+		rdma.out[1].addr = 0x40000;
+		CHECK(decode_patched(pfs_x_bulk, rdma, none) == 0);
+	}
+	SECTION("a length without segments, segments without a length, too many, an empty one") {
+		rdma.nin = 0;
+		CHECK(decode_patched(pfs_x_bulk, rdma, [](Bytes &b) { b.resize(b.size() - 16); }) == -EBADMSG);
+		auto no_len = rdma;
+		no_len.nin = 1;
+		no_len.in_len = 0;
+		CHECK(decode_patched(pfs_x_bulk, no_len, none) == -EBADMSG);
+		auto many = rdma;
+		many.nin = 1;
+		CHECK(decode_patched(pfs_x_bulk, many, [](Bytes &b) { b[9] = PFS_BULK_SEGS_MAX + 1; }) == -EBADMSG);
+		auto empty = rdma;
+		empty.nin = 1;
+		empty.out[0].length = 300;
+		empty.out[1].length = 0;
+		CHECK(decode_patched(pfs_x_bulk, empty, none) == -EBADMSG);
 	}
 	SECTION("an unknown place") {
 		inl.place = 2;

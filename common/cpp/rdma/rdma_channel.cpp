@@ -520,12 +520,13 @@ void RdmaChannel::pump() {
     const size_t room = peers_.msg_size - kMsgHead;
     while (open_ && !outgoing_.empty()) {
         Outgoing& out = outgoing_.front();
-        if (out.write && !out.write->posted) {
+        while (out.write && out.write->posted < out.write->pieces.size()) {
             if (send_wrs_ >= max_send_wr_) return;
             Write& w = *out.write;
-            auto st = post_bulk(true, w.local, w.lkey, w.remote, w.rkey, w.keep, [](Status) {});
+            const Write::Piece& piece = w.pieces[w.posted];
+            auto st = post_bulk(true, piece.local, w.lkey, piece.remote, piece.rkey, w.keep, [](Status) {});
             if (!st) return fail(st.error().message);
-            w.posted = true;
+            ++w.posted;
         }
         // One credit stays for announcing ours (below), whatever else waits.
         if (peer_credits_ < 2 || free_send_.empty() || send_wrs_ >= max_send_wr_) break;
@@ -593,13 +594,15 @@ Result<BulkTicket> RdmaChannel::send_request(const pfs_header& header, Bytes hea
         auto r = RemoteRegion::open(pd_.get(), bulk.data, false);
         if (!r) return r.error();
         lent->in = std::move(*r);
-        block.in = pfs_bulk_seg{lent->in.addr(), lent->in.rkey(), lent->in.length()};
+        block.nin = 1;
+        block.in[0] = pfs_bulk_seg{lent->in.addr(), lent->in.rkey(), lent->in.length()};
     }
     if (!bulk.into.empty()) {
         auto r = RemoteRegion::open(pd_.get(), bulk.into, true);
         if (!r) return r.error();
         lent->out = std::move(*r);
-        block.out = pfs_bulk_seg{lent->out.addr(), lent->out.rkey(), lent->out.length()};
+        block.nout = 1;
+        block.out[0] = pfs_bulk_seg{lent->out.addr(), lent->out.rkey(), lent->out.length()};
     }
     (*expected_)[header.request_id] = Expected{block.out_len};
     lent->expected = expected_;
@@ -621,21 +624,35 @@ awaitable<Status> RdmaChannel::fetch_bulk(Frame& request) {
     if (n == 0) co_return ok_status();
     auto buf = staging_->take(n);
     if (!buf) co_return buf.error();
-    std::optional<Status> outcome;
-    asio::steady_timer done(ex_, std::chrono::steady_clock::time_point::max());
-    const pfs_bulk_seg& seg = request.bulk->in;
-    auto st = post_bulk(false, (*buf)->bytes().first(n), (*buf)->lkey(), seg.addr, seg.rkey, *buf,
-                        [&outcome, &done](Status s) {
-                            outcome = std::move(s);
-                            done.cancel();
-                        });
-    if (!st) co_return st;
-    // The completion (or the channel's end) always comes: close() fails
-    // every operation under way before it lets go of them.
+    // One RDMA READ per segment, into consecutive parts of the buffer;
+    // every completion (or the channel's end: close() fails every
+    // operation under way before it lets go of them) comes back here.
+    struct Reads {
+        size_t left = 0;
+        Status outcome = ok_status();
+        asio::steady_timer done;
+    };
+    auto reads = std::make_shared<Reads>(Reads{0, ok_status(), asio::steady_timer(ex_)});
+    reads->done.expires_at(std::chrono::steady_clock::time_point::max());
+    size_t at = 0;
+    for (uint8_t i = 0; i < request.bulk->nin; ++i) {
+        const pfs_bulk_seg& seg = request.bulk->in[i];
+        auto st = post_bulk(false, (*buf)->bytes().subspan(at, seg.length), (*buf)->lkey(), seg.addr, seg.rkey, *buf,
+                            [reads](Status s) {
+                                if (!s && reads->outcome) reads->outcome = std::move(s);
+                                if (--reads->left == 0) reads->done.cancel();
+                            });
+        if (!st) {
+            fail(st.error().message);  // the posted ones end with the channel
+            break;
+        }
+        ++reads->left;
+        at += seg.length;
+    }
     boost::system::error_code ec;
-    co_await done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!outcome) co_return Error{-ECONNRESET, "connection closed during RDMA READ"};
-    if (!*outcome) co_return *outcome;
+    if (reads->left) co_await reads->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!open_ && reads->outcome) co_return Error{-ECONNRESET, "connection closed during RDMA READ"};
+    if (!reads->outcome) co_return reads->outcome;
     request.data = SharedBytes(*buf, (*buf)->bytes().first(n));
     co_return ok_status();
 }
@@ -659,8 +676,17 @@ void RdmaChannel::send_bulk_reply(const Frame& request, const pfs_header& header
         }
         std::memcpy((*buf)->bytes().data(), data.data(), n);
         counters().bounce_bytes += n;
-        write = std::make_shared<Write>(Write{(*buf)->bytes().first(n), (*buf)->lkey(), request.bulk->out.addr,
-                                              request.bulk->out.rkey, *buf, false});
+        // The data fills the request's segments in order.
+        write = std::make_shared<Write>();
+        write->lkey = (*buf)->lkey();
+        write->keep = *buf;
+        size_t at = 0;
+        for (uint8_t i = 0; i < request.bulk->nout && at < n; ++i) {
+            const pfs_bulk_seg& seg = request.bulk->out[i];
+            const size_t len = std::min<size_t>(seg.length, n - at);
+            write->pieces.push_back(Write::Piece{(*buf)->bytes().subspan(at, len), seg.addr, seg.rkey});
+            at += len;
+        }
     }
     pfs_header h = header;
     h.flags |= PFS_FLAG_BULK;

@@ -118,14 +118,18 @@ private:
     void on_recv(uint32_t slot, uint32_t len);
     void repost(uint32_t slot);
     Status post_recv(uint32_t slot);
-    // An RDMA WRITE of a reply's data, posted right before its frame.
+    // The RDMA WRITEs of a reply's data (one per segment of the request),
+    // posted right before its frame.
     struct Write {
-        std::span<uint8_t> local;
-        uint32_t lkey;
-        uint64_t remote;
-        uint32_t rkey;
+        struct Piece {
+            std::span<uint8_t> local;
+            uint64_t remote;
+            uint32_t rkey;
+        };
+        std::vector<Piece> pieces;
+        uint32_t lkey = 0;
         std::shared_ptr<void> keep;
-        bool posted = false;
+        size_t posted = 0;
     };
     // A frame (header, payload, MAC) waiting to be sent in messages.
     struct Outgoing {

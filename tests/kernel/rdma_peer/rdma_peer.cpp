@@ -154,10 +154,12 @@ awaitable<bool> lie(rdma::RdmaChannel& ch, const std::string& mode, uint16_t typ
     block.place = PFS_BULK_RDMA;
     if (type == PFS_MSG_CHUNK_WRITE) {
         block.in_len = len;
-        block.in = seg;
+        block.nin = 1;
+        block.in[0] = seg;
     } else {
         block.out_len = len;
-        block.out = seg;
+        block.nout = 1;
+        block.out[0] = seg;
     }
     pfs_chunk_io body{pfs_chunk_ref{pfs_entry_id{77, 1, 0}, target}, 0, len};
     ch.send(make_header(type, PFS_FLAG_BULK, 7), encode_bulk(block), *encode(pfs_x_chunk_io, body));
