@@ -51,6 +51,7 @@ struct pfs_mount_opts {
 	unsigned int conns_per_server;
 	enum pfs_cache_mode cache;
 	bool data_mac;			/* frame MACs on storage traffic */
+	enum pfs_transport_choice transport;
 };
 
 /* sb->s_fs_info */

@@ -48,11 +48,19 @@ enum pfs_param {
 	Opt_conns,
 	Opt_cache,
 	Opt_data_mac,
+	Opt_transport,
 };
 
 static const struct constant_table pfs_cache_modes[] = {
 	{ "buffered",	PFS_CACHE_BUFFERED },
 	{ "none",	PFS_CACHE_NONE },
+	{}
+};
+
+static const struct constant_table pfs_transports[] = {
+	{ "auto",	PFS_XPRT_AUTO },
+	{ "tcp",	PFS_XPRT_TCP },
+	{ "rdma",	PFS_XPRT_RDMA },
 	{}
 };
 
@@ -65,6 +73,7 @@ static const struct fs_parameter_spec pfs_fs_parameters[] = {
 	fsparam_u32("conns", Opt_conns),
 	fsparam_enum("cache", Opt_cache, pfs_cache_modes),
 	fsparam_flag("data_mac", Opt_data_mac),
+	fsparam_enum("transport", Opt_transport, pfs_transports),
 	{}
 };
 
@@ -122,6 +131,13 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_data_mac:
 		opts->data_mac = true;
+		break;
+	case Opt_transport:
+#if !IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+		if (result.uint_32 == PFS_XPRT_RDMA)
+			return invalfc(fc, "transport=rdma: this kernel has no RDMA support");
+#endif
+		opts->transport = result.uint_32;
 		break;
 	}
 	return 0;
@@ -320,6 +336,20 @@ static int pfs_show_options(struct seq_file *m, struct dentry *root)
 		   opts->cache == PFS_CACHE_NONE ? "none" : "buffered");
 	if (opts->data_mac)
 		seq_puts(m, ",data_mac");
+	seq_printf(m, ",transport=%s",
+		   opts->transport == PFS_XPRT_TCP ? "tcp" :
+		   opts->transport == PFS_XPRT_RDMA ? "rdma" : "auto");
+	return 0;
+}
+
+/* /proc/self/mountstats: what each transport carried. */
+static int pfs_show_stats(struct seq_file *m, struct dentry *root)
+{
+	struct pfs_sb_info *sbi = PFS_SB(root->d_sb);
+
+	if (sbi->net)
+		pfs_net_show_stats(sbi->net, m);
+	seq_putc(m, '\n');
 	return 0;
 }
 
@@ -338,6 +368,7 @@ static const struct super_operations pfs_super_ops = {
 	.evict_inode	= pfs_evict_inode,
 	.statfs		= pfs_statfs,
 	.show_options	= pfs_show_options,
+	.show_stats	= pfs_show_stats,
 	.umount_begin	= pfs_umount_begin,
 };
 
@@ -345,6 +376,7 @@ static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
 {
 	struct pfs_net_config cfg = {
 		.mgmtd = sbi->opts.mgmtd,
+		.transport = sbi->opts.transport,
 		.timeout_ms = sbi->opts.timeout_ms,
 		.connect_timeout_ms = sbi->opts.connect_timeout_ms,
 		.conns_per_server = sbi->opts.conns_per_server,

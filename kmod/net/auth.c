@@ -189,7 +189,7 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 	head[0].iov_len = PFS_HEADER_SIZE;
 	head[1].iov_base = s->buf;
 	head[1].iov_len = xdr.pos;
-	err = x->ops->send(x, head, 2, NULL);
+	err = x->ops->send(x, head, 2, NULL, NULL);
 	if (err)
 		return err;
 

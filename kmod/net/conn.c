@@ -137,27 +137,16 @@ void pfs_conn_kill(struct pfs_conn *c, int err)
 static int pfs_conn_send_locked(struct pfs_conn *c, struct kvec *head,
 				unsigned int nhead, struct iov_iter *data)
 {
-	struct kvec v[PFS_CONN_HEAD_MAX + 1];
 	u8 tag[PFS_FRAME_MAC_LEN];
 	struct kvec tail = { .iov_base = tag, .iov_len = sizeof(tag) };
-	bool more = data && iov_iter_count(data);
 	int err;
 
 	if (!c->mac)
-		return c->xprt->ops->send(c->xprt, head, nhead, data);
-	if (WARN_ON_ONCE(nhead > PFS_CONN_HEAD_MAX))
-		return -EINVAL;
+		return c->xprt->ops->send(c->xprt, head, nhead, data, NULL);
 	err = pfs_mac_seal(c->mac, head, nhead, data, tag);
 	if (err)
 		return err;
-	if (more) {
-		/* After the data: one more send, the stream is ours. */
-		err = c->xprt->ops->send(c->xprt, head, nhead, data);
-		return err ?: c->xprt->ops->send(c->xprt, &tail, 1, NULL);
-	}
-	memcpy(v, head, nhead * sizeof(*head));
-	v[nhead] = tail;
-	return c->xprt->ops->send(c->xprt, v, nhead + 1, NULL);
+	return c->xprt->ops->send(c->xprt, head, nhead, data, &tail);
 }
 
 static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
@@ -184,31 +173,47 @@ static void pfs_rpc_detach(struct pfs_rpc *rpc)
 }
 
 /*
- * The bulk block of a request whose data travels inline (after the body
- * on the stream); its length.
+ * The bulk block of a request, as its transport fills it: encoded into buf
+ * (its length returned, 0 on failure); *inline_data tells whether the
+ * request's data travels in the frame.
  */
-static u32 pfs_bulk_block(const struct pfs_rpc *rpc, u8 *buf, u32 size)
+static u32 pfs_bulk_block(struct pfs_conn *c, struct pfs_rpc *rpc, u8 *buf,
+			  u32 size, bool *inline_data, int *err)
 {
-	struct pfs_bulk b = {
-		.place = PFS_BULK_INLINE,
-		.in_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0,
-		.out_len = rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0,
-	};
+	struct pfs_bulk *b;
 	struct pfs_xdr x;
+	u32 len = 0;
 
-	pfs_xdr_init_encode(&x, buf, size);
-	return pfs_x_bulk(&x, &b) ? 0 : x.pos;
+	b = kzalloc(sizeof(*b), GFP_NOFS);
+	if (!b) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	b->in_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
+	b->out_len = rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0;
+	*err = c->xprt->ops->bulk_map(c->xprt, rpc, b);
+	if (*err >= 0) {
+		*inline_data = *err == 1;
+		rpc->bulk_inline = *inline_data;
+		pfs_xdr_init_encode(&x, buf, size);
+		*err = pfs_x_bulk(&x, b);
+		if (!*err)
+			len = x.pos;
+	}
+	kfree(b);
+	return len;
 }
 
 int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 {
 	size_t data_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
 	u8 hdr[PFS_HEADER_SIZE];
-	u8 bulk[PFS_BULK_MAX_SIZE];
+	u8 *bulk = NULL;
 	u8 groups[PFS_GROUPS_BLOCK_MAX];
 	struct kvec head[PFS_CONN_HEAD_MAX];
 	unsigned int nhead = 0;
 	u32 ngroups = 0, nbulk = 0, id = 0;
+	bool inline_data = true;
 	int err;
 
 	init_completion(&rpc->done);
@@ -232,11 +237,6 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	    data_len > PFS_MAX_PAYLOAD - PFS_GROUPS_BLOCK_MAX -
 		       PFS_BULK_MAX_SIZE - rpc->req_len)
 		return -EMSGSIZE;
-	if (rpc->bulk) {
-		nbulk = pfs_bulk_block(rpc, bulk, sizeof(bulk));
-		if (!nbulk)
-			return -EINVAL;
-	}
 
 	xa_lock(&c->reqs);
 	err = -ENOTCONN;
@@ -263,6 +263,25 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (!rpc->timeout_ms)
 		rpc->timeout_ms = c->net->cfg.timeout_ms;
 	rpc->deadline = jiffies + msecs_to_jiffies(rpc->timeout_ms);
+	if (rpc->bulk) {
+		/* Mapped before the frame goes: the block names the memory. */
+		bulk = kmalloc(PFS_BULK_MAX_SIZE, GFP_NOFS);
+		err = bulk ? 0 : -ENOMEM;
+		if (bulk)
+			nbulk = pfs_bulk_block(c, rpc, bulk, PFS_BULK_MAX_SIZE,
+					       &inline_data, &err);
+		if (!nbulk) {
+			kfree(bulk);
+			if (pfs_conn_unlink(c, rpc)) {
+				c->xprt->ops->bulk_unmap(c->xprt, rpc);
+				pfs_rpc_detach(rpc);
+				return err ?: -EINVAL;
+			}
+			return 0;	/* a kill took it: pfs_rpc_wait reports */
+		}
+		if (!inline_data)
+			data_len = 0;
+	}
 
 	/* Metadata servers check permissions: they get our groups too. */
 	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
@@ -281,13 +300,26 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (rpc->req_len)
 		head[nhead++] = (struct kvec){ .iov_base = (void *)rpc->req,
 					       .iov_len = rpc->req_len };
-	err = pfs_conn_send(c, head, nhead, rpc->req_data);
-	if (!err)
+	err = pfs_conn_send(c, head, nhead, inline_data ? rpc->req_data : NULL);
+	kfree(bulk);
+	if (!err) {
+		struct pfs_xprt_stats *st = pfs_net_stats(c->net,
+						c->xprt->ops->name);
+
+		if (st) {
+			atomic64_inc(&st->requests);
+			if (rpc->bulk && rpc->req_data)
+				atomic64_add(iov_iter_count(rpc->req_data),
+					     &st->bulk_sent);
+		}
 		return 0;
+	}
 	if (!pfs_conn_unlink(c, rpc)) {
 		/* A kill took it and completes it: pfs_rpc_wait reports. */
 		return 0;
 	}
+	if (rpc->bulk)
+		c->xprt->ops->bulk_unmap(c->xprt, rpc);
 	pfs_rpc_detach(rpc);
 	if (err == -EINTR || err == -ENOTCONN)
 		return err;
@@ -341,6 +373,9 @@ int pfs_rpc_wait(struct pfs_rpc *rpc)
 			pfs_rpc_wait_taken(c, rpc);
 		}
 	}
+	/* Before the caller may touch its pages again. */
+	if (rpc->bulk)
+		c->xprt->ops->bulk_unmap(c->xprt, rpc);
 	pfs_rpc_detach(rpc);
 	rpc->status = rpc->error ?: rpc->status;
 	return rpc->status;
@@ -352,6 +387,8 @@ void pfs_rpc_release(struct pfs_rpc *rpc)
 	if (rpc->conn) {
 		if (!pfs_conn_unlink(rpc->conn, rpc))
 			pfs_rpc_wait_taken(rpc->conn, rpc);
+		if (rpc->bulk)
+			rpc->conn->xprt->ops->bulk_unmap(rpc->conn->xprt, rpc);
 		pfs_rpc_detach(rpc);
 	}
 	kvfree(rpc->reply);
@@ -474,7 +511,18 @@ static int pfs_conn_rx_body(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len,
 	return 0;
 }
 
-/* A bulk reply's len data bytes (inline), into reply_data. */
+static void pfs_conn_count_received(struct pfs_conn *c, u32 len)
+{
+	struct pfs_xprt_stats *st = pfs_net_stats(c->net, c->xprt->ops->name);
+
+	if (st)
+		atomic64_add(len, &st->bulk_received);
+}
+
+/*
+ * A bulk reply's len data bytes: read into reply_data when they travel
+ * inline, already there when the transport placed them.
+ */
 static int pfs_conn_rx_data(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len)
 {
 	struct iov_iter *to = rpc->reply_data;
@@ -484,6 +532,14 @@ static int pfs_conn_rx_data(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len)
 
 	if (!len)
 		return 0;
+	if (!rpc->bulk_inline) {
+		err = c->xprt->ops->bulk_placed(c->xprt, rpc, len);
+		if (!err) {
+			rpc->data_len = len;
+			pfs_conn_count_received(c, len);
+		}
+		return err;
+	}
 	room = to ? iov_iter_count(to) : 0;
 	if (len > room)
 		return -EMSGSIZE;
@@ -493,15 +549,18 @@ static int pfs_conn_rx_data(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len)
 	iov_iter_reexpand(to, iov_iter_count(to) + room - len);
 	if (!err && c->mac)
 		err = pfs_mac_rx_update_iter(c->mac, &start, len);
-	if (!err)
+	if (!err) {
 		rpc->data_len = len;
+		pfs_conn_count_received(c, len);
+	}
 	return err;
 }
 
 /*
- * A bulk reply opens with the count of its data bytes, which end it;
- * *rest (the payload) loses the count and the data. The stream is lost
- * (the connection dies) when the count cannot be right.
+ * A bulk reply opens with the count of its data bytes, which end it when
+ * they travel inline; *rest (the payload) loses the count and the inline
+ * data. The stream is lost (the connection dies) when the count cannot be
+ * right.
  */
 static int pfs_conn_rx_bulk_count(struct pfs_conn *c, struct pfs_rpc *rpc,
 				  u32 *rest, u32 *data_len)
@@ -514,10 +573,15 @@ static int pfs_conn_rx_bulk_count(struct pfs_conn *c, struct pfs_rpc *rpc,
 	if (err)
 		return err;
 	*data_len = le32_to_cpup((__le32 *)c->scratch);
-	if (*data_len > *rest - 4 ||
-	    *data_len > (rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0))
+	*rest -= 4;
+	if (*data_len > (rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0))
 		return -EMSGSIZE;
-	*rest -= 4 + *data_len;
+	/* Inline, the data ends the payload; placed, it is not in it. */
+	if (rpc->bulk_inline) {
+		if (*data_len > *rest)
+			return -EMSGSIZE;
+		*rest -= *data_len;
+	}
 	return 0;
 }
 
@@ -712,6 +776,7 @@ static int pfs_conn_bind(struct pfs_conn *c)
 }
 
 static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
+					   const struct pfs_xprt_ops *ops,
 					   const struct sockaddr_storage *addr,
 					   const char *peer,
 					   enum pfs_conn_kind kind)
@@ -743,13 +808,15 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 	pfs_net_get(net);
 	c->net = net;
 
-	x = net->ops->connect(net->netns, addr, cfg->connect_timeout_ms,
-			      cfg->timeout_ms);
+	x = ops->connect(net->netns, addr, cfg->connect_timeout_ms,
+			 cfg->timeout_ms);
 	if (IS_ERR(x)) {
 		err = PTR_ERR(x);
 		goto fail;
 	}
 	c->xprt = x;
+	if (pfs_net_stats(net, ops->name))
+		atomic64_inc(&pfs_net_stats(net, ops->name)->conns);
 	err = pfs_auth_handshake(net, x, c->peer, deadline, want_mac, session);
 	if (err == 1) {
 		c->mac = pfs_mac_create(session);
@@ -792,11 +859,12 @@ fail:
 
 /* Writeback may need a connection: no allocation may recurse into it. */
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
+			       const struct pfs_xprt_ops *ops,
 			       const struct sockaddr_storage *addr,
 			       const char *peer, enum pfs_conn_kind kind)
 {
 	unsigned int nofs = memalloc_nofs_save();
-	struct pfs_conn *c = pfs_conn_open_nofs(net, addr, peer, kind);
+	struct pfs_conn *c = pfs_conn_open_nofs(net, ops, addr, peer, kind);
 
 	memalloc_nofs_restore(nofs);
 	return c;

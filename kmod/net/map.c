@@ -132,18 +132,43 @@ static bool pfs_addr_equal(const struct sockaddr_storage *a,
 	}
 }
 
+/*
+ * The first RDMA address a node lists, when this mount may use RDMA;
+ * AF_UNSPEC otherwise.
+ */
+static void pfs_node_rdma_addr(const struct pfs_net *net,
+			       const struct pfs_node_info *info,
+			       struct sockaddr_storage *rdma)
+{
+	u8 i;
+
+	memset(rdma, 0, sizeof(*rdma));
+	rdma->ss_family = AF_UNSPEC;
+	if (net->cfg.transport == PFS_XPRT_TCP)
+		return;
+	for (i = 0; i < info->naddrs && i < PFS_NODE_ADDRS_MAX; i++) {
+		if (info->addrs[i].transport != PFS_TRANSPORT_RDMA)
+			continue;
+		pfs_parse_addr(info->addrs[i].addr, info->addrs[i].port, rdma);
+		if (rdma->ss_family != AF_UNSPEC)
+			return;
+	}
+}
+
 /* The node for info: the old map's when unchanged, else a new one. */
 static struct pfs_node *pfs_map_take_node(struct pfs_net *net,
 					  const struct pfs_map *old,
 					  const struct pfs_node_info *info)
 {
-	struct sockaddr_storage addr;
+	struct sockaddr_storage addr, rdma;
 	struct pfs_node *node;
 
 	pfs_parse_addr(info->host, info->port, &addr);
+	pfs_node_rdma_addr(net, info, &rdma);
 	node = pfs_map_node(old, info->node_id);
 	if (node && node->type == info->node_type &&
-	    pfs_addr_equal(&node->addr, &addr)) {
+	    pfs_addr_equal(&node->addr, &addr) &&
+	    pfs_addr_equal(&node->rdma, &rdma)) {
 		pfs_node_get(node);
 		return node;
 	}
@@ -151,7 +176,8 @@ static struct pfs_node *pfs_map_take_node(struct pfs_net *net,
 		pr_warn("%s %u: cannot use address \"%s\" port %u (only IP literals are supported)\n",
 			info->node_type == PFS_NODE_META ? "meta" : "node",
 			info->node_id, info->host, info->port);
-	return pfs_node_create(net, info->node_id, info->node_type, &addr);
+	return pfs_node_create(net, info->node_id, info->node_type, &addr,
+			       &rdma);
 }
 
 static int pfs_cmp_node(const void *a, const void *b)
@@ -275,7 +301,8 @@ static int pfs_mgmt_connect(struct pfs_net *net)
 		return 0;
 	pfs_conn_put(net->mgmt);
 	net->mgmt = NULL;
-	c = pfs_conn_open(net, &net->cfg.mgmtd, net->mgmt_name, PFS_CONN_MGMT);
+	c = pfs_conn_open(net, &pfs_tcp_ops, &net->cfg.mgmtd, net->mgmt_name,
+			  PFS_CONN_MGMT);
 	if (IS_ERR(c))
 		return PTR_ERR(c);
 	/* Subscribe before fetching: no change can fall in between. */

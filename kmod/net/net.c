@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/nsproxy.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 
@@ -52,6 +53,33 @@ bool pfs_net_transient(int err)
 	}
 }
 
+struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind)
+{
+	if (!strcmp(kind, "tcp"))
+		return &net->stats[PFS_STATS_TCP];
+	if (!strcmp(kind, "rdma"))
+		return &net->stats[PFS_STATS_RDMA];
+	return NULL;
+}
+
+void pfs_net_show_stats(struct pfs_net *net, struct seq_file *m)
+{
+	static const char * const names[PFS_STATS_KINDS] = { "tcp", "rdma" };
+	int i;
+
+	for (i = 0; i < PFS_STATS_KINDS; i++) {
+		const struct pfs_xprt_stats *s = &net->stats[i];
+
+		seq_printf(m, "\n\ttransport %s: conns %lld requests %lld bulk_sent %lld bulk_received %lld registrations %lld registered_now %lld",
+			   names[i], atomic64_read(&s->conns),
+			   atomic64_read(&s->requests),
+			   atomic64_read(&s->bulk_sent),
+			   atomic64_read(&s->bulk_received),
+			   atomic64_read(&s->registrations),
+			   atomic64_read(&s->registered_now));
+	}
+}
+
 int pfs_net_check(struct pfs_net *net)
 {
 	if (test_bit(PFS_NET_ABORTED, &net->flags))
@@ -90,7 +118,6 @@ struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
 					    net->cfg.conns_per_server, 1,
 					    PFS_MAX_CONNS);
 	net->netns = get_net(current->nsproxy->net_ns);
-	net->ops = &pfs_tcp_ops;
 	mutex_init(&net->conns_lock);
 	INIT_LIST_HEAD(&net->conns);
 	mutex_init(&net->mgmt_lock);
@@ -109,8 +136,11 @@ struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
 		return ERR_PTR(err);
 	}
 	pfs_map_counts(net, &nodes, &targets);
-	pr_info("connected to %s over %s: %u nodes, %u targets\n",
-		net->mgmt_name, net->ops->name, nodes, targets);
+	pr_info("connected to %s: %u nodes, %u targets; servers over %s\n",
+		net->mgmt_name, nodes, targets,
+		net->cfg.transport == PFS_XPRT_TCP ? "tcp" :
+		net->cfg.transport == PFS_XPRT_RDMA ? "rdma" :
+		"rdma where offered, else tcp");
 	return net;
 }
 

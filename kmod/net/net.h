@@ -15,14 +15,24 @@
 #include <linux/types.h>
 #include <linux/uio.h>
 
+struct seq_file;
+
 #include "pfs_proto.h"
 
 struct pfs_net;
 struct pfs_node;
 struct pfs_conn;
 
+/* Which transport reaches the servers that offer RDMA. */
+enum pfs_transport_choice {
+	PFS_XPRT_AUTO,		/* RDMA where offered and reachable, else TCP */
+	PFS_XPRT_TCP,
+	PFS_XPRT_RDMA,		/* RDMA or nothing */
+};
+
 struct pfs_net_config {
 	struct sockaddr_storage mgmtd;	/* address and port of pfs-mgmtd */
+	enum pfs_transport_choice transport;
 	u8 key[PFS_AUTH_MAC_LEN];	/* the client role's key */
 	u8 token[PFS_CLIENT_TOKEN_LEN];	/* client_id's (BIND_CLIENT) */
 	bool data_mac;			/* frame MACs to storage servers too */
@@ -116,6 +126,8 @@ struct pfs_rpc {
 	u64 session_epoch;
 
 	/* transport-private */
+	bool bulk_inline;		/* the bulk data travels in frames */
+	void *bulk_priv;		/* the transport's registration */
 	struct completion done;
 	struct pfs_conn *conn;
 	u64 request_id;
@@ -142,6 +154,23 @@ int pfs_rpc_wait(struct pfs_rpc *rpc);
 int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
 /* Frees the reply; rpc may be reused after it. */
 void pfs_rpc_release(struct pfs_rpc *rpc);
+
+/* What one transport carried for a mount (/proc/self/mountstats). */
+struct pfs_xprt_stats {
+	atomic64_t conns;		/* connections opened */
+	atomic64_t requests;		/* requests started on them */
+	atomic64_t bulk_sent;		/* bulk bytes the servers took */
+	atomic64_t bulk_received;	/* bulk bytes the servers put */
+	atomic64_t registrations;	/* memory registered for a request */
+	atomic64_t registered_now;	/* ... and not yet invalidated */
+};
+
+enum { PFS_STATS_TCP, PFS_STATS_RDMA, PFS_STATS_KINDS };
+
+/* The counters of the transport kind named (NULL for other names). */
+struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind);
+/* Prints every transport's counters, a line each. */
+void pfs_net_show_stats(struct pfs_net *net, struct seq_file *m);
 
 /*
  * A failure of the network or of a server that may pass (a timeout, a lost

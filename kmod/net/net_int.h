@@ -41,9 +41,9 @@ struct pfs_net {
 	struct kref ref;
 	struct pfs_net_config cfg;
 	struct net *netns;		/* of the mounting task */
-	const struct pfs_xprt_ops *ops;
 	unsigned long flags;		/* enum pfs_net_flags */
 	atomic64_t client_seq;
+	struct pfs_xprt_stats stats[PFS_STATS_KINDS];
 
 	/* every open connection, so that abort and stop can reach them */
 	struct mutex conns_lock;
@@ -87,6 +87,8 @@ struct pfs_node {
 	u32 id;
 	u16 type;			/* enum pfs_node_type */
 	struct sockaddr_storage addr;	/* AF_UNSPEC: not reachable */
+	struct sockaddr_storage rdma;	/* its first RDMA address, or AF_UNSPEC */
+	unsigned long rdma_retry_at;	/* auto, RDMA failed: TCP until then */
 	char name[PFS_PEER_MAX];
 	spinlock_t lock;		/* slots */
 	struct mutex connect_lock;	/* fills empty or dead slots */
@@ -107,6 +109,7 @@ enum pfs_conn_kind {
 	PFS_CONN_STORAGE,
 };
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
+			       const struct pfs_xprt_ops *ops,
 			       const struct sockaddr_storage *addr,
 			       const char *peer, enum pfs_conn_kind kind);
 void pfs_conn_put(struct pfs_conn *c);
@@ -172,7 +175,8 @@ int pfs_mac_rx_check(struct pfs_frame_mac *m, const u8 *tag);
 
 /* node.c */
 struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
-				 const struct sockaddr_storage *addr);
+				 const struct sockaddr_storage *addr,
+				 const struct sockaddr_storage *rdma);
 static inline void pfs_node_get(struct pfs_node *node)
 {
 	kref_get(&node->ref);

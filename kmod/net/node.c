@@ -16,6 +16,8 @@
 
 #define PFS_BACKOFF_MIN_MS	250
 #define PFS_BACKOFF_MAX_MS	4000
+/* transport=auto: after a failed RDMA connect, TCP for this long. */
+#define PFS_RDMA_RETRY_MS	30000
 
 static const char *pfs_node_type_name(u16 type)
 {
@@ -32,7 +34,8 @@ static const char *pfs_node_type_name(u16 type)
 }
 
 struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
-				 const struct sockaddr_storage *addr)
+				 const struct sockaddr_storage *addr,
+				 const struct sockaddr_storage *rdma)
 {
 	unsigned int n = net->cfg.conns_per_server;
 	struct pfs_node *node;
@@ -46,6 +49,8 @@ struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
 	node->id = id;
 	node->type = type;
 	node->addr = *addr;
+	node->rdma = *rdma;
+	node->rdma_retry_at = jiffies;
 	node->nslots = n;
 	node->retry_at = jiffies;
 	if (addr->ss_family == AF_UNSPEC)
@@ -106,15 +111,50 @@ static bool pfs_node_backing_off(struct pfs_node *node)
 	return time_before(jiffies, READ_ONCE(node->retry_at));
 }
 
+/*
+ * A new connection to node: over RDMA where it offers RDMA and the mount
+ * allows it, else (or, with transport=auto, when RDMA fails) over TCP.
+ */
+static struct pfs_conn *pfs_node_open(struct pfs_node *node)
+{
+	struct pfs_net *net = node->net;
+	enum pfs_conn_kind kind = node->type == PFS_NODE_META ?
+				  PFS_CONN_META : PFS_CONN_STORAGE;
+	struct pfs_conn *c;
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	if (node->rdma.ss_family != AF_UNSPEC &&
+	    (net->cfg.transport == PFS_XPRT_RDMA ||
+	     !time_before(jiffies, READ_ONCE(node->rdma_retry_at)))) {
+		c = pfs_conn_open(net, &pfs_rdma_ops, &node->rdma, node->name,
+				  kind);
+		if (!IS_ERR(c) || PTR_ERR(c) == -EINTR)
+			return c;
+		if (net->cfg.transport == PFS_XPRT_RDMA) {
+			pr_warn_ratelimited("%s: cannot connect over RDMA to %pISpc (%ld); transport=rdma allows nothing else\n",
+					    node->name, &node->rdma, PTR_ERR(c));
+			return c;
+		}
+		pr_warn_ratelimited("%s: no RDMA connection to %pISpc (%ld): using TCP\n",
+				    node->name, &node->rdma, PTR_ERR(c));
+		/* Tried again by the first connection after a while. */
+		WRITE_ONCE(node->rdma_retry_at,
+			   jiffies + msecs_to_jiffies(PFS_RDMA_RETRY_MS));
+	}
+#endif
+	if (net->cfg.transport == PFS_XPRT_RDMA)
+		return ERR_PTR(-EHOSTUNREACH);	/* no RDMA address offered */
+	return pfs_conn_open(net, &pfs_tcp_ops, &node->addr, node->name,
+			     kind);
+}
+
 /* Opens a connection and puts it into a free slot; connect_lock held. */
 static struct pfs_conn *pfs_node_grow(struct pfs_node *node)
 {
 	struct pfs_conn *c, *old = NULL;
 	unsigned int i;
 
-	c = pfs_conn_open(node->net, &node->addr, node->name,
-			  node->type == PFS_NODE_META ? PFS_CONN_META :
-							PFS_CONN_STORAGE);
+	c = pfs_node_open(node);
 	if (IS_ERR(c)) {
 		int err = PTR_ERR(c);
 

@@ -26,6 +26,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
+#include "pfs_proto.h"
 #include "xprt.h"
 
 struct pfs_tcp {
@@ -142,7 +143,8 @@ static int pfs_tcp_send_iter(struct socket *sock, struct msghdr *msg,
 }
 
 static int pfs_tcp_send(struct pfs_xprt *x, struct kvec *head,
-			unsigned int nhead, struct iov_iter *data)
+			unsigned int nhead, struct iov_iter *data,
+			struct kvec *tail)
 {
 	struct socket *sock = pfs_tcp(x)->sock;
 	bool more = data && iov_iter_count(data);
@@ -157,9 +159,16 @@ static int pfs_tcp_send(struct pfs_xprt *x, struct kvec *head,
 	pfs_block_signals(&old);
 	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, head, nhead, len);
 	/* MSG_MORE: the header and body leave with the first data bytes. */
-	err = pfs_tcp_send_iter(sock, &msg, more ? MSG_MORE : 0, &sent);
+	err = pfs_tcp_send_iter(sock, &msg, more || tail ? MSG_MORE : 0,
+				&sent);
 	if (!err && more) {
 		msg.msg_iter = *data;
+		err = pfs_tcp_send_iter(sock, &msg, tail ? MSG_MORE : 0,
+					&sent);
+	}
+	if (!err && tail) {
+		iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, tail, 1,
+			      tail->iov_len);
 		err = pfs_tcp_send_iter(sock, &msg, 0, &sent);
 	}
 	pfs_restore_signals(&old);
@@ -226,11 +235,25 @@ static void pfs_tcp_destroy(struct pfs_xprt *x)
 	kfree(t);
 }
 
+/* Bulk data travels in the frames: after the body, after the status. */
+static int pfs_tcp_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
+			    struct pfs_bulk *b)
+{
+	b->place = PFS_BULK_INLINE;
+	return 1;
+}
+
+static void pfs_tcp_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
+{
+}
+
 const struct pfs_xprt_ops pfs_tcp_ops = {
 	.name = "tcp",
 	.connect = pfs_tcp_connect,
 	.send = pfs_tcp_send,
 	.recv = pfs_tcp_recv,
+	.bulk_map = pfs_tcp_bulk_map,
+	.bulk_unmap = pfs_tcp_bulk_unmap,
 	.shutdown = pfs_tcp_shutdown,
 	.destroy = pfs_tcp_destroy,
 };

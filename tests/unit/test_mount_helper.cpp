@@ -261,7 +261,8 @@ TEST_CASE("mount.pfs: client.conf keys and values", "[mount]") {
         "connect-timeout-ms = 700\n"
         "attr-ttl-ms = 0\n"
         "conns-per-server = 3\n"
-        "cache = buffered\r\n");
+        "cache = buffered\r\n"
+        "transport = rdma\n");
     CHECK(c.mgmtd_host == std::optional<std::string>("mgmt1"));
     CHECK(c.mgmtd_port == 9001);
     CHECK(c.auth_file == "/etc/pfs/x.secret");
@@ -269,7 +270,8 @@ TEST_CASE("mount.pfs: client.conf keys and values", "[mount]") {
                                                         {"connect_timeout", "700"},
                                                         {"attr_ttl", "0"},
                                                         {"conns", "3"},
-                                                        {"cache", "buffered"}});
+                                                        {"cache", "buffered"},
+                                                        {"transport", "rdma"}});
     ClientConfig empty = config_from("");
     CHECK(empty.mgmtd_port == 8008);
     CHECK(empty.auth_file == "/etc/pfs/auth.secret");
@@ -286,6 +288,7 @@ TEST_CASE("mount.pfs: client.conf mistakes name their line", "[mount]") {
              {"mgmtd-host = a\nmgmtd-hots = b\n", "c.conf:2:", "did you mean 'mgmtd-host'"},
              {"\n\n\nfrobnicate = 1\n", "c.conf:4:", "unknown key 'frobnicate'"},
              {"cache = fast\n", "c.conf:1:", "cache"},
+             {"transport = ib\n", "c.conf:1:", "'auto', 'tcp' or 'rdma'"},
              {"# x\ntimeout-ms = 10s\n", "c.conf:2:", "timeout-ms"},
              {"conns-per-server = -1\n", "c.conf:1:", "conns-per-server"},
              {"attr-ttl-ms = 99999999999\n", "c.conf:1:", "attr-ttl-ms"},

@@ -14,7 +14,7 @@
 namespace pfs::mount {
 namespace {
 
-enum class Kind { host, port, path, u32, cache };
+enum class Kind { host, port, path, u32, cache, transport };
 
 struct Key {
     const char* name;    // in client.conf
@@ -31,6 +31,7 @@ constexpr Key kKeys[] = {
     {"attr-ttl-ms", Kind::u32, "attr_ttl"},
     {"conns-per-server", Kind::u32, "conns"},
     {"cache", Kind::cache, "cache"},
+    {"transport", Kind::transport, "transport"},
 };
 
 std::string_view trim(std::string_view s) {
@@ -122,6 +123,12 @@ std::string apply(const Key& key, std::string_view value, ClientConfig& config) 
     case Kind::cache:
         if (value != "buffered" && value != "none") {
             return "'" + std::string(value) + "' is neither 'buffered' nor 'none'";
+        }
+        config.kernel_options.push_back({key.kernel, std::string(value)});
+        return {};
+    case Kind::transport:
+        if (value != "auto" && value != "tcp" && value != "rdma") {
+            return "'" + std::string(value) + "' is not 'auto', 'tcp' or 'rdma'";
         }
         config.kernel_options.push_back({key.kernel, std::string(value)});
         return {};

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Bulk data over RDMA: the pages a request names (page-cache folios,
+ * pinned user pages, kernel buffers) are registered for that request only,
+ * by fast registration (IB_WR_REG_MR) on the connection's queue pair, with
+ * remote read access for the data the server fetches and remote write
+ * access for the data it puts; their segments (iova, length, rkey) go in
+ * the request's bulk block. When the request ends, however it ends, every
+ * registration is invalidated (IB_WR_LOCAL_INV) before the pages are the
+ * caller's again; should that fail (the queue pair broke), the MR is
+ * deregistered instead. An MR whose key a server saw never comes back
+ * valid: each registration bumps the key.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/vmalloc.h>
+#include <linux/xarray.h>
+#include <linux/pagemap.h>
+
+#include "net_int.h"
+#include "rdma.h"
+
+/* The pages of one direction of a request, mapped for the device. */
+struct pfs_rdma_map {
+	struct scatterlist *sg;
+	int nents;
+	enum dma_data_direction dir;
+};
+
+/* What a request holds: its mappings and the MRs registering them. */
+struct pfs_rdma_req {
+	struct list_head mrs;
+	struct pfs_rdma_map maps[2];	/* its data, its reply's */
+	int nmaps;
+	u32 out_len;			/* bytes the server may put */
+	struct pfs_xprt_stats *stats;	/* the mount's RDMA counters */
+};
+
+static struct pfs_rdma *pfs_rdma_of(struct pfs_xprt *x)
+{
+	return container_of(x, struct pfs_rdma, xprt);
+}
+
+static void pfs_rdma_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct pfs_rdma_mr *m = container_of(wc->wr_cqe, struct pfs_rdma_mr,
+					     reg_cqe);
+	struct pfs_rdma *r = m->r;
+	unsigned long flags;
+
+	spin_lock_irqsave(&r->lock, flags);
+	r->sq_used--;
+	spin_unlock_irqrestore(&r->lock, flags);
+	if (wc->status != IB_WC_SUCCESS)
+		pfs_rdma_fail(r, ib_wc_status_msg(wc->status));
+	complete(&m->reg_done);
+	wake_up_all(&r->wq);
+}
+
+static void pfs_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct pfs_rdma_mr *m = container_of(wc->wr_cqe, struct pfs_rdma_mr,
+					     inv_cqe);
+	struct pfs_rdma *r = m->r;
+	unsigned long flags;
+
+	m->inv_status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
+	spin_lock_irqsave(&r->lock, flags);
+	r->sq_used--;
+	spin_unlock_irqrestore(&r->lock, flags);
+	if (wc->status != IB_WC_SUCCESS)
+		pfs_rdma_fail(r, ib_wc_status_msg(wc->status));
+	complete(&m->inv_done);
+	wake_up_all(&r->wq);
+}
+
+/*
+ * A new MR for one registration. (Reusing invalidated MRs, as a pool would,
+ * is what real NICs want: on this kernel's soft-RoCE, an MR reused right
+ * after its local invalidation is sometimes still valid to the device, and
+ * the next registration kills the connection.)
+ */
+static struct pfs_rdma_mr *pfs_rdma_get_mr(struct pfs_rdma *r)
+{
+	struct pfs_rdma_mr *m;
+
+	m = kzalloc(sizeof(*m), GFP_NOFS);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->mr = ib_alloc_mr(r->pd, IB_MR_TYPE_MEM_REG, r->mr_pages);
+	if (IS_ERR(m->mr)) {
+		int err = PTR_ERR(m->mr);
+
+		kfree(m);
+		return ERR_PTR(err);
+	}
+	m->r = r;
+	INIT_LIST_HEAD(&m->link);
+	m->reg_cqe.done = pfs_rdma_reg_done;
+	m->inv_cqe.done = pfs_rdma_inv_done;
+	init_completion(&m->reg_done);
+	init_completion(&m->inv_done);
+	return m;
+}
+
+static void pfs_rdma_drop_mr(struct pfs_rdma_mr *m)
+{
+	ib_dereg_mr(m->mr);
+	kfree(m);
+}
+
+/*
+ * The first len bytes of iter as a scatterlist of at most page-sized
+ * entries (a new array in *sgp, its length returned, or -errno): bvec,
+ * kvec and xarray iterators, the kinds the data path hands the transport.
+ */
+static int pfs_rdma_iter_sg(const struct iov_iter *iter, size_t len,
+			    struct scatterlist **sgp)
+{
+	struct iov_iter it = *iter;
+	struct scatterlist *sg;
+	size_t max = DIV_ROUND_UP(len, PAGE_SIZE) + 1;
+	int n = 0;
+
+	if (!iov_iter_is_bvec(&it) && !iov_iter_is_kvec(&it) &&
+	    !iov_iter_is_xarray(&it))
+		return -EOPNOTSUPP;
+	/* A page-sized piece per entry: at most one more than the pages. */
+	sg = kvmalloc_array(max + 1, sizeof(*sg), GFP_NOFS);
+	if (!sg)
+		return -ENOMEM;
+	sg_init_table(sg, max + 1);
+	iov_iter_truncate(&it, len);
+	while (iov_iter_count(&it)) {
+		struct page *page;
+		size_t off, seg;
+
+		if (n == max + 1)
+			goto too_many;
+		if (iov_iter_is_bvec(&it)) {
+			const struct bio_vec *bv = it.bvec;
+			size_t at = bv->bv_offset + it.iov_offset;
+
+			page = nth_page(bv->bv_page, at / PAGE_SIZE);
+			off = at % PAGE_SIZE;
+			seg = min3(bv->bv_len - it.iov_offset, PAGE_SIZE - off,
+				   iov_iter_count(&it));
+		} else if (iov_iter_is_xarray(&it)) {
+			/* Page-cache folios, held locked by the caller. */
+			loff_t pos = it.xarray_start + it.iov_offset;
+			struct folio *folio;
+
+			rcu_read_lock();
+			folio = xa_load(it.xarray, pos >> PAGE_SHIFT);
+			rcu_read_unlock();
+			if (!folio || xa_is_value(folio))
+				goto bad;
+			page = folio_page(folio, (pos - folio_pos(folio)) >>
+					  PAGE_SHIFT);
+			off = offset_in_page(pos);
+			seg = min_t(size_t, PAGE_SIZE - off,
+				    iov_iter_count(&it));
+		} else {
+			const u8 *p = (const u8 *)it.kvec->iov_base +
+				      it.iov_offset;
+
+			page = is_vmalloc_addr(p) ? vmalloc_to_page(p) :
+						    virt_to_page(p);
+			off = offset_in_page(p);
+			seg = min3(it.kvec->iov_len - it.iov_offset,
+				   PAGE_SIZE - off, iov_iter_count(&it));
+		}
+		sg_set_page(&sg[n++], page, seg, off);
+		iov_iter_advance(&it, seg);
+	}
+	sg_mark_end(&sg[n - 1]);
+	*sgp = sg;
+	return n;
+too_many:
+	kvfree(sg);
+	return -EMSGSIZE;
+bad:
+	kvfree(sg);
+	return -EFAULT;
+}
+
+/*
+ * Registers len bytes of iter for the peer (access) as up to
+ * PFS_BULK_SEGS_MAX - *nsegs segments appended to segs. The mapping and
+ * the MRs go on req, whatever happens: bulk_unmap takes them back.
+ */
+static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
+			     const struct iov_iter *iter, size_t len,
+			     enum dma_data_direction dir, int access,
+			     struct pfs_bulk_seg *segs, __u8 *nsegs)
+{
+	struct ib_device *dev = r->id->device;
+	struct pfs_rdma_map *map = &req->maps[req->nmaps];
+	unsigned int off = 0;
+	int n, mapped, i = 0;
+
+	n = pfs_rdma_iter_sg(iter, len, &map->sg);
+	if (n < 0)
+		return n;
+	mapped = ib_dma_map_sg(dev, map->sg, n, dir);
+	if (!mapped) {
+		kvfree(map->sg);
+		map->sg = NULL;
+		return -EIO;
+	}
+	map->nents = n;
+	map->dir = dir;
+	req->nmaps++;
+	while (i < mapped) {
+		struct ib_reg_wr reg = {};
+		struct pfs_rdma_mr *m;
+		unsigned int o = off;
+		int k, err;
+
+		if (*nsegs == PFS_BULK_SEGS_MAX)
+			return -EMSGSIZE;
+		m = pfs_rdma_get_mr(r);
+		if (IS_ERR(m))
+			return PTR_ERR(m);
+		list_add_tail(&m->link, &req->mrs);
+		k = ib_map_mr_sg(m->mr, &map->sg[i], mapped - i, &o, PAGE_SIZE);
+		if (k < 0 || (k == 0 && o == off))
+			return k < 0 ? k : -EIO;
+		ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
+		reg.wr.opcode = IB_WR_REG_MR;
+		reg.wr.wr_cqe = &m->reg_cqe;
+		reg.wr.send_flags = IB_SEND_SIGNALED;
+		reg.mr = m->mr;
+		reg.key = m->mr->rkey;
+		reg.access = access;
+		reinit_completion(&m->reg_done);
+		err = pfs_rdma_post_send_wr(r, &reg.wr);
+		if (err)
+			return err;
+		m->registered = true;
+		atomic64_inc(&req->stats->registrations);
+		atomic64_inc(&req->stats->registered_now);
+		segs[*nsegs] = (struct pfs_bulk_seg){
+			.addr = m->mr->iova,
+			.rkey = m->mr->rkey,
+			.length = m->mr->length,
+		};
+		(*nsegs)++;
+		i += k;
+		off = o;
+	}
+	return 0;
+}
+
+int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
+		      struct pfs_bulk *b)
+{
+	struct pfs_rdma *r = pfs_rdma_of(x);
+	struct pfs_rdma_req *req;
+	int err = 0;
+
+	req = kzalloc(sizeof(*req), GFP_NOFS);
+	if (!req)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&req->mrs);
+	req->stats = pfs_net_stats(rpc->conn->net, "rdma");
+	rpc->bulk_priv = req;
+	b->place = PFS_BULK_RDMA;
+	if (b->in_len)
+		err = pfs_rdma_register(r, req, rpc->req_data, b->in_len,
+					DMA_TO_DEVICE, IB_ACCESS_REMOTE_READ,
+					b->in, &b->nin);
+	if (!err && b->out_len)
+		err = pfs_rdma_register(r, req, rpc->reply_data, b->out_len,
+					DMA_FROM_DEVICE,
+					IB_ACCESS_LOCAL_WRITE |
+					IB_ACCESS_REMOTE_WRITE,
+					b->out, &b->nout);
+	req->out_len = b->out_len;
+	return err;	/* on error, bulk_unmap cleans up what was made */
+}
+
+/*
+ * Makes m's key useless to the peer. 0: done, and no work request refers
+ * to m any more (it may go). Otherwise the queue pair broke or stopped
+ * answering: it is stopped for good (nothing reaches the pages through
+ * it), and a completion referring to m may still come: m must wait for
+ * the connection's teardown (-EINPROGRESS) or may go (-EIO).
+ */
+static int pfs_rdma_invalidate(struct pfs_rdma *r, struct pfs_rdma_mr *m)
+{
+	struct ib_send_wr inv = {
+		.opcode = IB_WR_LOCAL_INV,
+		.wr_cqe = &m->inv_cqe,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = m->mr->rkey,
+	};
+
+	if (!m->registered)
+		return 0;
+	/* Its registration's completion refers to m: it comes first. */
+	if (!wait_for_completion_timeout(&m->reg_done, r->send_timeout)) {
+		pfs_rdma_stop(r, "registration not completed");
+		return -EINPROGRESS;
+	}
+	m->registered = false;
+	reinit_completion(&m->inv_done);
+	if (pfs_rdma_post_send_wr(r, &inv)) {
+		pfs_rdma_stop(r, "cannot post an invalidation");
+		return -EIO;
+	}
+	if (!wait_for_completion_timeout(&m->inv_done, r->send_timeout)) {
+		pfs_rdma_stop(r, "invalidation not completed");
+		return -EINPROGRESS;
+	}
+	if (m->inv_status) {
+		pr_warn_ratelimited("invalidating rkey %#x failed (%d): stopping the connection\n",
+				    m->mr->rkey, m->inv_status);
+		pfs_rdma_stop(r, "invalidation failed");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* An MR whose completion may still come: freed after the queue pair drained. */
+static void pfs_rdma_orphan_mr(struct pfs_rdma *r, struct pfs_rdma_mr *m)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&r->lock, flags);
+	list_add(&m->link, &r->orphans);
+	spin_unlock_irqrestore(&r->lock, flags);
+}
+
+void pfs_rdma_free_orphans(struct pfs_rdma *r)
+{
+	struct pfs_rdma_mr *m, *next;
+
+	list_for_each_entry_safe(m, next, &r->orphans, link) {
+		list_del(&m->link);
+		pfs_rdma_drop_mr(m);
+	}
+}
+
+void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
+{
+	struct pfs_rdma *r = pfs_rdma_of(x);
+	struct pfs_rdma_req *req = rpc->bulk_priv;
+	struct pfs_rdma_mr *m, *next;
+	int i;
+
+	if (!req)
+		return;
+	rpc->bulk_priv = NULL;
+	/* No key of the request works any more ... */
+	list_for_each_entry_safe(m, next, &req->mrs, link) {
+		bool was = m->registered;
+		bool reusable = pfs_rdma_invalidate(r, m);
+
+		if (was)
+			atomic64_dec(&req->stats->registered_now);
+
+		list_del_init(&m->link);
+		if (reusable)
+			pfs_rdma_drop_mr(m);
+		else
+			pfs_rdma_orphan_mr(r, m);
+	}
+	/* ... before its pages are the caller's again. */
+	for (i = 0; i < req->nmaps; i++) {
+		ib_dma_unmap_sg(r->id->device, req->maps[i].sg,
+				req->maps[i].nents, req->maps[i].dir);
+		kvfree(req->maps[i].sg);
+	}
+	kfree(req);
+}
+
+int pfs_rdma_bulk_placed(struct pfs_xprt *x, struct pfs_rpc *rpc, u32 len)
+{
+	struct pfs_rdma_req *req = rpc->bulk_priv;
+
+	if (!req || len > req->out_len || !rpc->reply_data ||
+	    len > iov_iter_count(rpc->reply_data))
+		return -EMSGSIZE;
+	iov_iter_advance(rpc->reply_data, len);
+	return 0;
+}
