@@ -64,8 +64,8 @@ struct Frame {
     pfs_header header{};
     Bytes payload;
     // A request's bulk block (server side) and its data, once here.
-    std::optional<pfs_bulk> bulk;
-    SharedBytes data;
+    std::optional<pfs_bulk> bulk{};
+    SharedBytes data{};
     // A reply's bulk data (client side): bytes placed in the Bulk::into of
     // its request.
     uint32_t data_len = 0;
