@@ -30,6 +30,8 @@
 #define PFS_IO_WINDOW		(64u << 20)
 /* Writeback batches (one CHUNK_WRITE each) in flight per writepages. */
 #define PFS_WB_INFLIGHT		8
+/* Times a chunk request that lost its way is sent again at once. */
+#define PFS_CHUNK_RESENDS	2
 /* Room for an encoded pfs_chunk_io (32 bytes) or pfs_chunk_ref (20). */
 #define PFS_CHUNK_HDR_MAX	48
 
@@ -39,6 +41,7 @@ struct pfs_chunk_req {
 	struct pfs_node *node;
 	struct inode *inode;
 	u32 target_index;	/* in the layout: whose write verifier */
+	u32 target_id;
 	struct iov_iter data;	/* the piece's bytes, left untouched */
 	struct iov_iter wire;	/* the copy the transport consumes */
 	loff_t pos;		/* file offset of the piece */
@@ -85,6 +88,7 @@ static int pfs_chunk_send(struct inode *inode, struct pfs_chunk_req *r,
 	/* Freed on the server with an open our session lost (file.c). */
 	if (test_bit(PFS_INO_GONE, &PFS_I(inode)->flags))
 		return -ESTALE;
+	r->target_id = target_id;
 	r->node = pfs_net_target_node(pfs_inode_net(inode), target_id);
 	if (IS_ERR_OR_NULL(r->node)) {
 		rc = r->node ? PTR_ERR(r->node) : -ENODEV;
@@ -210,10 +214,50 @@ static int pfs_chunk_sync_done(struct pfs_chunk_req *r)
 	return rc;
 }
 
+/*
+ * The same request once more, from scratch (its header is still in
+ * r->hdr): chunk requests are idempotent, and the node sends it by another
+ * rail when the one it went by failed.
+ */
+static int pfs_chunk_resend(struct pfs_chunk_req *r)
+{
+	struct pfs_rpc old = r->rpc;
+
+	pfs_rpc_release(&r->rpc);
+	pfs_node_put(r->node);
+	r->node = NULL;
+	memset(&r->rpc, 0, sizeof(r->rpc));
+	r->rpc.type = old.type;
+	r->rpc.req = old.req;
+	r->rpc.req_len = old.req_len;
+	r->rpc.bulk = old.bulk;
+	r->wire = r->data;
+	if (old.req_data)
+		r->rpc.req_data = &r->wire;
+	if (old.reply_data)
+		r->rpc.reply_data = &r->wire;
+	return pfs_chunk_send(r->inode, r, r->target_id);
+}
+
 /* Waits for a started request and checks its reply; frees its resources. */
 static int pfs_chunk_finish(struct pfs_chunk_req *r)
 {
+	int tries = PFS_CHUNK_RESENDS;
 	int rc = pfs_rpc_wait(&r->rpc);
+
+	/*
+	 * The way there failed (a rail went down, a connection was lost, no
+	 * answer in time), not the server: once or twice more, by whatever
+	 * way works now.
+	 */
+	while (rc && r->rpc.error && pfs_net_transient(rc) && tries-- &&
+	       !fatal_signal_pending(current) &&
+	       !pfs_net_check(pfs_inode_net(r->inode))) {
+		rc = pfs_chunk_resend(r);
+		if (rc)
+			return rc;	/* the send cleaned up */
+		rc = pfs_rpc_wait(&r->rpc);
+	}
 
 	if (!rc && r->rpc.type == PFS_MSG_CHUNK_READ)
 		rc = pfs_chunk_read_done(r);

@@ -38,11 +38,16 @@ static int __init pfs_init(void)
 	rc = pfs_file_init();
 	if (rc)
 		goto out_addr;
-	rc = register_filesystem(&pfs_fs_type);
+	rc = pfs_rdma_init();
 	if (rc)
 		goto out_file;
+	rc = register_filesystem(&pfs_fs_type);
+	if (rc)
+		goto out_rdma;
 	pr_info("protocol v%u ready\n", PFS_PROTO_VERSION);
 	return 0;
+out_rdma:
+	pfs_rdma_exit();
 out_file:
 	pfs_file_exit();
 out_addr:
@@ -55,6 +60,7 @@ out_cache:
 static void __exit pfs_exit(void)
 {
 	unregister_filesystem(&pfs_fs_type);
+	pfs_rdma_exit();
 	pfs_file_exit();
 	pfs_addr_exit();
 	/* Inodes are freed after an RCU grace period: wait for them. */

@@ -52,6 +52,8 @@ struct pfs_mount_opts {
 	enum pfs_cache_mode cache;
 	bool data_mac;			/* frame MACs on storage traffic */
 	enum pfs_transport_choice transport;
+	char rails[PFS_RAILS_MAX][PFS_RAIL_NAME_MAX];
+	unsigned int nrails;
 };
 
 /* sb->s_fs_info */

@@ -49,6 +49,7 @@ enum pfs_param {
 	Opt_cache,
 	Opt_data_mac,
 	Opt_transport,
+	Opt_rails,
 };
 
 static const struct constant_table pfs_cache_modes[] = {
@@ -74,6 +75,7 @@ static const struct fs_parameter_spec pfs_fs_parameters[] = {
 	fsparam_enum("cache", Opt_cache, pfs_cache_modes),
 	fsparam_flag("data_mac", Opt_data_mac),
 	fsparam_enum("transport", Opt_transport, pfs_transports),
+	fsparam_string("rails", Opt_rails),
 	{}
 };
 
@@ -83,6 +85,27 @@ static void pfs_free_opts(struct pfs_mount_opts *opts)
 	kfree(opts->secret_file);
 	opts->source = NULL;
 	opts->secret_file = NULL;
+}
+
+/* rails=IF[:IF...]: the local interfaces to reach servers over RDMA through. */
+static int pfs_parse_rails(struct fs_context *fc, struct pfs_mount_opts *opts,
+			   char *list)
+{
+	char *name;
+
+	opts->nrails = 0;
+	while ((name = strsep(&list, ":")) != NULL) {
+		if (!*name)
+			return invalfc(fc, "rails: an empty interface name");
+		if (opts->nrails == PFS_RAILS_MAX)
+			return invalfc(fc, "rails: at most %d interfaces",
+				       PFS_RAILS_MAX);
+		if (strlen(name) >= PFS_RAIL_NAME_MAX)
+			return invalfc(fc, "rails: \"%s\" is not an interface name",
+				       name);
+		strscpy(opts->rails[opts->nrails++], name, PFS_RAIL_NAME_MAX);
+	}
+	return 0;
 }
 
 static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
@@ -132,6 +155,8 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	case Opt_data_mac:
 		opts->data_mac = true;
 		break;
+	case Opt_rails:
+		return pfs_parse_rails(fc, opts, param->string);
 	case Opt_transport:
 #if !IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 		if (result.uint_32 == PFS_XPRT_RDMA)
@@ -326,6 +351,7 @@ static int pfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 static int pfs_show_options(struct seq_file *m, struct dentry *root)
 {
 	const struct pfs_mount_opts *opts = &PFS_SB(root->d_sb)->opts;
+	unsigned int i;
 
 	seq_show_option(m, "secret_file", opts->secret_file);
 	seq_printf(m, ",timeout=%u,connect_timeout=%u,attr_ttl=%u,name_ttl=%u,conns=%u",
@@ -339,6 +365,8 @@ static int pfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",transport=%s",
 		   opts->transport == PFS_XPRT_TCP ? "tcp" :
 		   opts->transport == PFS_XPRT_RDMA ? "rdma" : "auto");
+	for (i = 0; i < opts->nrails; i++)
+		seq_printf(m, "%s%s", i ? ":" : ",rails=", opts->rails[i]);
 	return 0;
 }
 
@@ -402,6 +430,20 @@ static int pfs_start_net(struct fs_context *fc, struct pfs_sb_info *sbi)
 	}
 	memcpy(cfg.token, sbi->token, sizeof(cfg.token));
 	cfg.data_mac = sbi->opts.data_mac;
+	memcpy(cfg.rails, sbi->opts.rails, sizeof(cfg.rails));
+	cfg.nrails = sbi->opts.nrails;
+	if (cfg.nrails) {
+		const char *bad = "";
+
+		rc = pfs_net_check_rails(&cfg, &bad);
+		if (rc) {
+			memzero_explicit(&cfg, sizeof(cfg));
+			return invalfc(fc, rc == -ENODEV ?
+				       "rails: no interface \"%s\"" :
+				       "rails: interface \"%s\" has no IPv4 address",
+				       bad);
+		}
+	}
 	net = pfs_net_start(&cfg);
 	memzero_explicit(&cfg, sizeof(cfg));
 	if (IS_ERR(net)) {

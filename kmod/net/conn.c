@@ -168,6 +168,8 @@ static void pfs_rpc_detach(struct pfs_rpc *rpc)
 {
 	struct pfs_conn *c = rpc->conn;
 
+	atomic64_sub(rpc->bulk_bytes, &c->bulk_inflight);
+	rpc->bulk_bytes = 0;
 	rpc->conn = NULL;
 	pfs_conn_put(c);
 }
@@ -260,6 +262,10 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	pfs_conn_get(c);
 	rpc->conn = c;
 	rpc->request_id = id;
+	/* What the request moves, for picking the least loaded rail. */
+	rpc->bulk_bytes = !rpc->bulk ? 0 : data_len +
+			  (rpc->reply_data ? iov_iter_count(rpc->reply_data) : 0);
+	atomic64_add(rpc->bulk_bytes, &c->bulk_inflight);
 	if (!rpc->timeout_ms)
 		rpc->timeout_ms = c->net->cfg.timeout_ms;
 	rpc->deadline = jiffies + msecs_to_jiffies(rpc->timeout_ms);
@@ -710,8 +716,12 @@ static int pfs_conn_rx_thread(void *arg)
 
 	while (!err && !kthread_should_stop())
 		err = pfs_conn_rx_frame(c);
-	if (!READ_ONCE(c->closing) && !pfs_conn_dead(c))
+	if (!READ_ONCE(c->closing) && !pfs_conn_dead(c)) {
 		pr_info_ratelimited("%s: connection lost (%d)\n", c->peer, err);
+		/* Before its requests are failed: their retries go elsewhere. */
+		if (c->rail >= 0)
+			pfs_rail_failed(c->net, c->rail);
+	}
 	pfs_conn_kill(c, -EIO);
 	if (!READ_ONCE(c->closing) && c->net->cfg.lost)
 		c->net->cfg.lost(c->net->cfg.notify_ctx);
@@ -777,6 +787,7 @@ static int pfs_conn_bind(struct pfs_conn *c)
 
 static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 					   const struct pfs_xprt_ops *ops,
+					   const struct sockaddr_storage *src,
 					   const struct sockaddr_storage *addr,
 					   const char *peer,
 					   enum pfs_conn_kind kind)
@@ -803,12 +814,14 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 	xa_init_flags(&c->reqs, XA_FLAGS_ALLOC);
 	INIT_LIST_HEAD(&c->link);
 	c->next_id = 2;		/* 1 is the handshake's */
+	c->rail = -1;
+	atomic64_set(&c->bulk_inflight, 0);
 	c->mgmt = kind == PFS_CONN_MGMT;
 	strscpy(c->peer, peer, sizeof(c->peer));
 	pfs_net_get(net);
 	c->net = net;
 
-	x = ops->connect(net->netns, addr, cfg->connect_timeout_ms,
+	x = ops->connect(net->netns, src, addr, cfg->connect_timeout_ms,
 			 cfg->timeout_ms);
 	if (IS_ERR(x)) {
 		err = PTR_ERR(x);
@@ -860,11 +873,13 @@ fail:
 /* Writeback may need a connection: no allocation may recurse into it. */
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
 			       const struct pfs_xprt_ops *ops,
+			       const struct sockaddr_storage *src,
 			       const struct sockaddr_storage *addr,
 			       const char *peer, enum pfs_conn_kind kind)
 {
 	unsigned int nofs = memalloc_nofs_save();
-	struct pfs_conn *c = pfs_conn_open_nofs(net, ops, addr, peer, kind);
+	struct pfs_conn *c = pfs_conn_open_nofs(net, ops, src, addr, peer,
+						kind);
 
 	memalloc_nofs_restore(nofs);
 	return c;

@@ -132,43 +132,56 @@ static bool pfs_addr_equal(const struct sockaddr_storage *a,
 	}
 }
 
-/*
- * The first RDMA address a node lists, when this mount may use RDMA;
- * AF_UNSPEC otherwise.
- */
-static void pfs_node_rdma_addr(const struct pfs_net *net,
-			       const struct pfs_node_info *info,
-			       struct sockaddr_storage *rdma)
+/* The RDMA addresses a node lists (none when this mount uses TCP alone). */
+static u8 pfs_node_rdma_addrs(const struct pfs_net *net,
+			      const struct pfs_node_info *info,
+			      struct sockaddr_storage *rdma)
 {
-	u8 i;
+	u8 i, n = 0;
 
-	memset(rdma, 0, sizeof(*rdma));
-	rdma->ss_family = AF_UNSPEC;
 	if (net->cfg.transport == PFS_XPRT_TCP)
-		return;
+		return 0;
 	for (i = 0; i < info->naddrs && i < PFS_NODE_ADDRS_MAX; i++) {
 		if (info->addrs[i].transport != PFS_TRANSPORT_RDMA)
 			continue;
-		pfs_parse_addr(info->addrs[i].addr, info->addrs[i].port, rdma);
-		if (rdma->ss_family != AF_UNSPEC)
-			return;
+		pfs_parse_addr(info->addrs[i].addr, info->addrs[i].port,
+			       &rdma[n]);
+		if (rdma[n].ss_family != AF_UNSPEC)
+			n++;
 	}
+	return n;
+}
+
+static bool pfs_node_same(const struct pfs_node *node,
+			  const struct pfs_node_info *info,
+			  const struct sockaddr_storage *addr,
+			  const struct sockaddr_storage *rdma, u8 nrdma)
+{
+	u8 i;
+
+	if (node->type != info->node_type ||
+	    !pfs_addr_equal(&node->addr, addr) || node->nrdma != nrdma)
+		return false;
+	for (i = 0; i < nrdma; i++)
+		if (!pfs_addr_equal(&node->rdma[i], &rdma[i]))
+			return false;
+	return true;
 }
 
 /* The node for info: the old map's when unchanged, else a new one. */
 static struct pfs_node *pfs_map_take_node(struct pfs_net *net,
 					  const struct pfs_map *old,
-					  const struct pfs_node_info *info)
+					  const struct pfs_node_info *info,
+					  struct sockaddr_storage *rdma)
 {
-	struct sockaddr_storage addr, rdma;
+	struct sockaddr_storage addr;
 	struct pfs_node *node;
+	u8 nrdma;
 
 	pfs_parse_addr(info->host, info->port, &addr);
-	pfs_node_rdma_addr(net, info, &rdma);
+	nrdma = pfs_node_rdma_addrs(net, info, rdma);
 	node = pfs_map_node(old, info->node_id);
-	if (node && node->type == info->node_type &&
-	    pfs_addr_equal(&node->addr, &addr) &&
-	    pfs_addr_equal(&node->rdma, &rdma)) {
+	if (node && pfs_node_same(node, info, &addr, rdma, nrdma)) {
 		pfs_node_get(node);
 		return node;
 	}
@@ -177,7 +190,7 @@ static struct pfs_node *pfs_map_take_node(struct pfs_net *net,
 			info->node_type == PFS_NODE_META ? "meta" : "node",
 			info->node_id, info->host, info->port);
 	return pfs_node_create(net, info->node_id, info->node_type, &addr,
-			       &rdma);
+			       rdma, nrdma);
 }
 
 static int pfs_cmp_node(const void *a, const void *b)
@@ -201,13 +214,18 @@ static int pfs_map_add_nodes(struct pfs_net *net, struct pfs_map *map,
 {
 	/* stable: only replaced under mgmt_lock, which the caller holds */
 	const struct pfs_map *old = net->map;
+	struct sockaddr_storage *rdma;
 	struct pfs_node_info *info;
 	struct pfs_xdr x;
 	u32 n, i;
 
 	info = kmalloc(sizeof(*info), GFP_NOFS);
-	if (!info)
+	rdma = kcalloc(PFS_NODE_ADDRS_MAX, sizeof(*rdma), GFP_NOFS);
+	if (!info || !rdma) {
+		kfree(info);
+		kfree(rdma);
 		return -ENOMEM;
+	}
 	pfs_xdr_init_decode(&x, buf, len);
 	pfs_x_count(&x, &n, PFS_MAX_LIST, PFS_NODE_INFO_MIN_SIZE);
 	if (!x.err) {
@@ -218,13 +236,14 @@ static int pfs_map_add_nodes(struct pfs_net *net, struct pfs_map *map,
 	for (i = 0; !x.err && i < n; i++) {
 		if (pfs_x_node_info(&x, info))
 			break;
-		map->nodes[i] = pfs_map_take_node(net, old, info);
+		map->nodes[i] = pfs_map_take_node(net, old, info, rdma);
 		if (!map->nodes[i])
 			x.err = -ENOMEM;
 		else
 			map->nnodes++;
 	}
 	kfree(info);
+	kfree(rdma);
 	if (pfs_xdr_finish(&x))
 		return x.err == -ENOMEM ? -ENOMEM : -EIO;
 	sort(map->nodes, map->nnodes, sizeof(*map->nodes), pfs_cmp_node, NULL);
@@ -301,8 +320,8 @@ static int pfs_mgmt_connect(struct pfs_net *net)
 		return 0;
 	pfs_conn_put(net->mgmt);
 	net->mgmt = NULL;
-	c = pfs_conn_open(net, &pfs_tcp_ops, &net->cfg.mgmtd, net->mgmt_name,
-			  PFS_CONN_MGMT);
+	c = pfs_conn_open(net, &pfs_tcp_ops, NULL, &net->cfg.mgmtd,
+			  net->mgmt_name, PFS_CONN_MGMT);
 	if (IS_ERR(c))
 		return PTR_ERR(c);
 	/* Subscribe before fetching: no change can fall in between. */

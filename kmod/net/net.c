@@ -5,6 +5,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/inetdevice.h>
+#include <linux/netdevice.h>
 #include <linux/nsproxy.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -53,6 +55,98 @@ bool pfs_net_transient(int err)
 	}
 }
 
+/* A rail's interface in namespace ns: its IPv4 address and mask. */
+static int pfs_rail_resolve(struct net *ns, const char *name,
+			    struct pfs_rail *rail)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&rail->addr;
+	const struct in_ifaddr *ifa;
+	struct net_device *dev;
+	struct in_device *in;
+	int err = -EADDRNOTAVAIL;
+
+	memset(rail, 0, sizeof(*rail));
+	strscpy(rail->name, name, sizeof(rail->name));
+	dev = dev_get_by_name(ns, name);
+	if (!dev)
+		return -ENODEV;
+	rcu_read_lock();
+	in = __in_dev_get_rcu(dev);
+	if (in) {
+		in_dev_for_each_ifa_rcu(ifa, in) {
+			sin->sin_family = AF_INET;
+			sin->sin_addr.s_addr = ifa->ifa_local;
+			rail->mask = ifa->ifa_mask;
+			err = 0;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	rail->ifindex = dev->ifindex;
+	rail->numa = dev->dev.parent ? dev_to_node(dev->dev.parent) :
+				       NUMA_NO_NODE;
+	dev_put(dev);
+	return err;
+}
+
+/* A rail that failed is left alone at first this long, at most 30 s. */
+#define PFS_RAIL_BACKOFF_MIN_MS	1000
+#define PFS_RAIL_BACKOFF_MAX_MS	30000
+
+bool pfs_rail_usable(struct pfs_net *net, int r)
+{
+	struct pfs_rail *rail = &net->rails[r];
+	struct net_device *dev;
+	bool up;
+
+	if (time_before(jiffies, READ_ONCE(rail->retry_at)))
+		return false;
+	rcu_read_lock();
+	dev = dev_get_by_index_rcu(net->netns, rail->ifindex);
+	up = dev && netif_running(dev) && netif_carrier_ok(dev);
+	rcu_read_unlock();
+	return up;
+}
+
+void pfs_rail_failed(struct pfs_net *net, int r)
+{
+	struct pfs_rail *rail = &net->rails[r];
+	unsigned int ms;
+
+	atomic64_inc(&rail->errors);
+	WRITE_ONCE(rail->down, true);
+	/* Its other connections failing as well is the same failure. */
+	if (time_before(jiffies, READ_ONCE(rail->retry_at)))
+		return;
+	ms = clamp_t(unsigned int, READ_ONCE(rail->backoff_ms) * 2,
+		     PFS_RAIL_BACKOFF_MIN_MS, PFS_RAIL_BACKOFF_MAX_MS);
+	WRITE_ONCE(rail->backoff_ms, ms);
+	WRITE_ONCE(rail->retry_at, jiffies + msecs_to_jiffies(ms));
+}
+
+void pfs_rail_works(struct pfs_net *net, int r)
+{
+	WRITE_ONCE(net->rails[r].backoff_ms, 0);
+	WRITE_ONCE(net->rails[r].down, false);
+}
+
+int pfs_net_check_rails(const struct pfs_net_config *cfg, const char **bad)
+{
+	struct pfs_rail rail;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < cfg->nrails; i++) {
+		err = pfs_rail_resolve(current->nsproxy->net_ns, cfg->rails[i],
+				       &rail);
+		if (err) {
+			*bad = cfg->rails[i];
+			return err;
+		}
+	}
+	return 0;
+}
+
 struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind)
 {
 	if (!strcmp(kind, "tcp"))
@@ -65,7 +159,20 @@ struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind)
 void pfs_net_show_stats(struct pfs_net *net, struct seq_file *m)
 {
 	static const char * const names[PFS_STATS_KINDS] = { "tcp", "rdma" };
+	unsigned int r;
 	int i;
+
+	for (r = 0; r < net->nrails; r++) {
+		const struct pfs_rail *rail = &net->rails[r];
+
+		seq_printf(m, "\n\trail %s: state %s requests %lld bytes %lld errors %lld",
+			   rail->name,
+			   READ_ONCE(rail->down) || !pfs_rail_usable(net, r) ?
+			   "down" : "up",
+			   atomic64_read(&rail->requests),
+			   atomic64_read(&rail->bytes),
+			   atomic64_read(&rail->errors));
+	}
 
 	for (i = 0; i < PFS_STATS_KINDS; i++) {
 		const struct pfs_xprt_stats *s = &net->stats[i];
@@ -118,6 +225,17 @@ struct pfs_net *pfs_net_start(const struct pfs_net_config *cfg)
 					    net->cfg.conns_per_server, 1,
 					    PFS_MAX_CONNS);
 	net->netns = get_net(current->nsproxy->net_ns);
+	for (net->nrails = 0; net->nrails < min_t(unsigned int, cfg->nrails,
+						  PFS_RAILS_MAX);
+	     net->nrails++) {
+		err = pfs_rail_resolve(net->netns, cfg->rails[net->nrails],
+				       &net->rails[net->nrails]);
+		if (err) {
+			put_net(net->netns);
+			kfree_sensitive(net);
+			return ERR_PTR(err);
+		}
+	}
 	mutex_init(&net->conns_lock);
 	INIT_LIST_HEAD(&net->conns);
 	mutex_init(&net->mgmt_lock);

@@ -30,9 +30,19 @@ enum pfs_transport_choice {
 	PFS_XPRT_RDMA,		/* RDMA or nothing */
 };
 
+#define PFS_RAILS_MAX		8
+#define PFS_RAIL_NAME_MAX	16	/* IFNAMSIZ */
+
 struct pfs_net_config {
 	struct sockaddr_storage mgmtd;	/* address and port of pfs-mgmtd */
 	enum pfs_transport_choice transport;
+	/*
+	 * The local interfaces to reach servers over RDMA through (rails=);
+	 * none: every RDMA address a server lists, from wherever routing
+	 * says.
+	 */
+	char rails[PFS_RAILS_MAX][PFS_RAIL_NAME_MAX];
+	unsigned int nrails;
 	u8 key[PFS_AUTH_MAC_LEN];	/* the client role's key */
 	u8 token[PFS_CLIENT_TOKEN_LEN];	/* client_id's (BIND_CLIENT) */
 	bool data_mac;			/* frame MACs to storage servers too */
@@ -127,6 +137,7 @@ struct pfs_rpc {
 
 	/* transport-private */
 	bool bulk_inline;		/* the bulk data travels in frames */
+	u64 bulk_bytes;			/* counted in its connection's load */
 	void *bulk_priv;		/* the transport's registration */
 	struct completion done;
 	struct pfs_conn *conn;
@@ -154,6 +165,13 @@ int pfs_rpc_wait(struct pfs_rpc *rpc);
 int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
 /* Frees the reply; rpc may be reused after it. */
 void pfs_rpc_release(struct pfs_rpc *rpc);
+
+/*
+ * Resolves the configured rails in the caller's network namespace: -ENODEV
+ * (no such interface) or -EADDRNOTAVAIL (no IPv4 address), with the name
+ * in *bad.
+ */
+int pfs_net_check_rails(const struct pfs_net_config *cfg, const char **bad);
 
 /* What one transport carried for a mount (/proc/self/mountstats). */
 struct pfs_xprt_stats {
@@ -187,5 +205,9 @@ bool pfs_net_transient(int err);
 int pfs_auth_client_key(const u8 *file, size_t len, u8 *key);
 /* The client id a token stands for (auth::client_id_of in user space). */
 u64 pfs_auth_client_id(const u8 *token);
+
+/* Watching the interfaces under RDMA connections, for module init and exit. */
+int pfs_rdma_init(void);
+void pfs_rdma_exit(void);
 
 #endif /* PFS_NET_H */

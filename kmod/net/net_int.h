@@ -37,6 +37,21 @@ enum pfs_net_flags {
 
 struct pfs_map;
 
+/* A local interface requests reach servers through (rails=), and its use. */
+struct pfs_rail {
+	char name[PFS_RAIL_NAME_MAX];
+	struct sockaddr_storage addr;	/* its IPv4 address, port 0 */
+	__be32 mask;
+	int ifindex;
+	int numa;			/* its device's node, NUMA_NO_NODE */
+	bool down;			/* the last connection through it failed */
+	unsigned long retry_at;		/* left alone until then (jiffies) */
+	unsigned int backoff_ms;
+	atomic64_t requests;
+	atomic64_t bytes;		/* bulk bytes either way */
+	atomic64_t errors;		/* failed connects, lost connections */
+};
+
 struct pfs_net {
 	struct kref ref;
 	struct pfs_net_config cfg;
@@ -44,6 +59,8 @@ struct pfs_net {
 	unsigned long flags;		/* enum pfs_net_flags */
 	atomic64_t client_seq;
 	struct pfs_xprt_stats stats[PFS_STATS_KINDS];
+	struct pfs_rail rails[PFS_RAILS_MAX];
+	unsigned int nrails;
 
 	/* every open connection, so that abort and stop can reach them */
 	struct mutex conns_lock;
@@ -72,6 +89,8 @@ struct pfs_conn {
 	u32 next_id;			/* for xa_alloc_cyclic */
 	atomic_t in_flight;		/* entries in reqs */
 	bool dead;			/* under xa_lock(&reqs) */
+	atomic64_t bulk_inflight;	/* bulk bytes of requests under way */
+	int rail;			/* the path's rail, -1: none */
 	bool closing;			/* release has begun */
 	bool mgmt;			/* the link to mgmtd */
 	struct list_head link;		/* in net->conns */
@@ -81,26 +100,51 @@ struct pfs_conn {
 	char peer[PFS_PEER_MAX];
 };
 
+/*
+ * One way to reach a node: an RDMA rail (from a local rail's address, or
+ * wherever routing says, to one of the node's RDMA addresses) or TCP, and
+ * its pool of connections. A path that failed is skipped (RDMA) or fails
+ * fast (TCP) until retry_at.
+ */
+struct pfs_route {
+	const struct pfs_xprt_ops *ops;
+	struct sockaddr_storage src;	/* AF_UNSPEC: routing chooses */
+	struct sockaddr_storage dst;
+	int rail;			/* in net->rails; -1: none configured */
+	unsigned long retry_at;		/* jiffies */
+	unsigned int backoff_ms;
+	struct pfs_conn **slots;	/* nslots of them */
+};
+
 struct pfs_node {
 	struct kref ref;
 	struct pfs_net *net;
 	u32 id;
 	u16 type;			/* enum pfs_node_type */
-	struct sockaddr_storage addr;	/* AF_UNSPEC: not reachable */
-	struct sockaddr_storage rdma;	/* its first RDMA address, or AF_UNSPEC */
-	unsigned long rdma_retry_at;	/* auto, RDMA failed: TCP until then */
+	struct sockaddr_storage addr;	/* TCP; AF_UNSPEC: not reachable */
+	u8 nrdma;
+	struct sockaddr_storage rdma[PFS_NODE_ADDRS_MAX];
 	char name[PFS_PEER_MAX];
 	spinlock_t lock;		/* slots */
 	struct mutex connect_lock;	/* fills empty or dead slots */
-	unsigned long retry_at;		/* jiffies: fail fast before */
-	unsigned int backoff_ms;
 	unsigned int nslots;
-	struct pfs_conn *slots[];
+	unsigned int npaths;		/* RDMA paths first, TCP last */
+	bool over_tcp;			/* RDMA paths, none usable: on TCP */
+	struct pfs_route paths[];
 };
 
 /* net.c */
 void pfs_net_get(struct pfs_net *net);
 void pfs_net_put(struct pfs_net *net);
+
+/*
+ * Rail health (net.c): a rail is used while its interface is up and it is
+ * not backing off after a failure (a connect that failed, a connection
+ * lost); a connection made through it ends the back-off.
+ */
+bool pfs_rail_usable(struct pfs_net *net, int rail);
+void pfs_rail_failed(struct pfs_net *net, int rail);
+void pfs_rail_works(struct pfs_net *net, int rail);
 
 /* conn.c */
 enum pfs_conn_kind {
@@ -110,6 +154,7 @@ enum pfs_conn_kind {
 };
 struct pfs_conn *pfs_conn_open(struct pfs_net *net,
 			       const struct pfs_xprt_ops *ops,
+			       const struct sockaddr_storage *src,
 			       const struct sockaddr_storage *addr,
 			       const char *peer, enum pfs_conn_kind kind);
 void pfs_conn_put(struct pfs_conn *c);
@@ -176,7 +221,7 @@ int pfs_mac_rx_check(struct pfs_frame_mac *m, const u8 *tag);
 /* node.c */
 struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
 				 const struct sockaddr_storage *addr,
-				 const struct sockaddr_storage *rdma);
+				 const struct sockaddr_storage *rdma, u8 nrdma);
 static inline void pfs_node_get(struct pfs_node *node)
 {
 	kref_get(&node->ref);

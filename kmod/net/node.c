@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A server and its pool of connections. Connections are opened lazily,
- * up to conns_per_server: a request takes the live connection with the
- * fewest requests in flight and opens another one only when all of them
- * are busy. A dead connection is replaced by the next request; when
- * connecting fails, requests to that server fail fast with -EIO for a
- * back-off period (doubling up to a few seconds) instead of each waiting
- * out a connect timeout against a server that is down.
+ * A server, the paths to it and their pools of connections. A path is an
+ * RDMA rail (one per local rail that reaches the server, or per RDMA
+ * address it lists) or TCP. A request takes the RDMA path with the least
+ * under way (bulk bytes, then requests), preferring rails on this CPU's
+ * NUMA node; a rail that fails to connect or loses its connection is left
+ * alone for a back-off (1 s doubling to 30 s) and its requests go to the
+ * other rails, then to TCP unless transport=rdma. Within a path,
+ * connections are opened lazily, up to conns_per_server: a request takes
+ * the live connection with the fewest requests in flight and opens
+ * another one only when all of them are busy. When TCP cannot connect,
+ * requests fail fast with -EIO for a back-off (doubling up to a few
+ * seconds) instead of each waiting out a connect timeout.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/in.h>
 #include <linux/slab.h>
+#include <linux/topology.h>
 
 #include "net_int.h"
 
 #define PFS_BACKOFF_MIN_MS	250
 #define PFS_BACKOFF_MAX_MS	4000
-/* transport=auto: after a failed RDMA connect, TCP for this long. */
-#define PFS_RDMA_RETRY_MS	30000
+/* An RDMA path (to one server) that failed to connect: at most 30 s. */
+#define PFS_RDMA_BACKOFF_MIN_MS	1000
+#define PFS_RDMA_BACKOFF_MAX_MS	30000
 
 static const char *pfs_node_type_name(u16 type)
 {
@@ -33,26 +41,94 @@ static const char *pfs_node_type_name(u16 type)
 	}
 }
 
+static bool pfs_same_subnet(const struct sockaddr_storage *a, __be32 mask,
+			    const struct sockaddr_storage *b)
+{
+	const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+	return a->ss_family == AF_INET && b->ss_family == AF_INET &&
+	       !((x->sin_addr.s_addr ^ y->sin_addr.s_addr) & mask);
+}
+
+/*
+ * The ways to reach a node: with rails configured, one per rail that has
+ * an RDMA address of the node in its subnet; without, one per RDMA address
+ * the node lists; then TCP, unless the mount wants RDMA alone. Returns
+ * how many there are, filled into paths unless it is NULL.
+ */
+static unsigned int pfs_node_paths(struct pfs_net *net,
+				   const struct sockaddr_storage *addr,
+				   const struct sockaddr_storage *rdma, u8 nrdma,
+				   struct pfs_route *paths)
+{
+	unsigned int n = 0, i, j;
+
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+	if (net->nrails) {
+		for (i = 0; i < net->nrails; i++) {
+			for (j = 0; j < nrdma; j++) {
+				if (!pfs_same_subnet(&net->rails[i].addr,
+						     net->rails[i].mask,
+						     &rdma[j]))
+					continue;
+				if (paths)
+					paths[n] = (struct pfs_route){
+						.ops = &pfs_rdma_ops,
+						.src = net->rails[i].addr,
+						.dst = rdma[j], .rail = i };
+				n++;
+				break;
+			}
+		}
+	} else {
+		for (j = 0; j < nrdma; j++, n++)
+			if (paths)
+				paths[n] = (struct pfs_route){
+					.ops = &pfs_rdma_ops,
+					.src.ss_family = AF_UNSPEC,
+					.dst = rdma[j], .rail = -1 };
+	}
+#endif
+	if (net->cfg.transport != PFS_XPRT_RDMA) {
+		if (paths)
+			paths[n] = (struct pfs_route){
+				.ops = &pfs_tcp_ops,
+				.src.ss_family = AF_UNSPEC,
+				.dst = *addr, .rail = -1 };
+		n++;
+	}
+	return n;
+}
+
 struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
 				 const struct sockaddr_storage *addr,
-				 const struct sockaddr_storage *rdma)
+				 const struct sockaddr_storage *rdma, u8 nrdma)
 {
-	unsigned int n = net->cfg.conns_per_server;
+	unsigned int n = net->cfg.conns_per_server, np, i;
 	struct pfs_node *node;
 
-	node = kzalloc(struct_size(node, slots, n), GFP_NOFS);
+	np = pfs_node_paths(net, addr, rdma, nrdma, NULL);
+	node = kzalloc(struct_size(node, paths, np), GFP_NOFS);
 	if (!node)
 		return NULL;
+	pfs_node_paths(net, addr, rdma, nrdma, node->paths);
+	for (i = 0; i < np; i++) {
+		node->paths[i].retry_at = jiffies;
+		node->paths[i].slots = kcalloc(n, sizeof(*node->paths[i].slots),
+					       GFP_NOFS);
+		if (!node->paths[i].slots)
+			goto nomem;
+		node->npaths++;
+	}
 	kref_init(&node->ref);
 	spin_lock_init(&node->lock);
 	mutex_init(&node->connect_lock);
 	node->id = id;
 	node->type = type;
 	node->addr = *addr;
-	node->rdma = *rdma;
-	node->rdma_retry_at = jiffies;
+	node->nrdma = nrdma;
+	memcpy(node->rdma, rdma, nrdma * sizeof(*rdma));
 	node->nslots = n;
-	node->retry_at = jiffies;
 	if (addr->ss_family == AF_UNSPEC)
 		snprintf(node->name, sizeof(node->name), "%s %u",
 			 pfs_node_type_name(type), id);
@@ -62,15 +138,23 @@ struct pfs_node *pfs_node_create(struct pfs_net *net, u32 id, u16 type,
 	pfs_net_get(net);
 	node->net = net;
 	return node;
+nomem:
+	for (i = 0; i < node->npaths; i++)
+		kfree(node->paths[i].slots);
+	kfree(node);
+	return NULL;
 }
 
 static void pfs_node_release(struct kref *ref)
 {
 	struct pfs_node *node = container_of(ref, struct pfs_node, ref);
-	unsigned int i;
+	unsigned int i, j;
 
-	for (i = 0; i < node->nslots; i++)
-		pfs_conn_put(node->slots[i]);
+	for (i = 0; i < node->npaths; i++) {
+		for (j = 0; j < node->nslots; j++)
+			pfs_conn_put(node->paths[i].slots[j]);
+		kfree(node->paths[i].slots);
+	}
 	pfs_net_put(node->net);
 	kfree(node);
 }
@@ -81,19 +165,30 @@ void pfs_node_put(struct pfs_node *node)
 		kref_put(&node->ref, pfs_node_release);
 }
 
+static bool pfs_route_rdma(const struct pfs_route *p)
+{
+	return p->ops != &pfs_tcp_ops;
+}
+
+static bool pfs_route_backing_off(const struct pfs_route *p)
+{
+	return time_before(jiffies, READ_ONCE(p->retry_at));
+}
+
 /*
- * The live connection with the least in flight (referenced), or NULL;
- * *room tells whether a slot is empty or holds a dead connection.
+ * The live connection of path p with the least in flight (referenced), or
+ * NULL; *room tells whether a slot is empty or holds a dead connection.
+ * node->lock held.
  */
-static struct pfs_conn *pfs_node_pick(struct pfs_node *node, bool *room)
+static struct pfs_conn *pfs_route_pick(struct pfs_node *node,
+				      struct pfs_route *p, bool *room)
 {
 	struct pfs_conn *best = NULL;
 	unsigned int i;
 
 	*room = false;
-	spin_lock(&node->lock);
 	for (i = 0; i < node->nslots; i++) {
-		struct pfs_conn *c = node->slots[i];
+		struct pfs_conn *c = p->slots[i];
 
 		if (!c || pfs_conn_dead(c))
 			*room = true;
@@ -102,80 +197,135 @@ static struct pfs_conn *pfs_node_pick(struct pfs_node *node, bool *room)
 	}
 	if (best)
 		pfs_conn_get(best);
-	spin_unlock(&node->lock);
 	return best;
 }
 
-static bool pfs_node_backing_off(struct pfs_node *node)
+/* What is under way on path p: bulk bytes, then requests. node->lock held. */
+static u64 pfs_route_load(struct pfs_node *node, struct pfs_route *p)
 {
-	return time_before(jiffies, READ_ONCE(node->retry_at));
+	u64 bytes = 0, reqs = 0;
+	unsigned int i;
+
+	for (i = 0; i < node->nslots; i++) {
+		struct pfs_conn *c = p->slots[i];
+
+		if (c && !pfs_conn_dead(c)) {
+			bytes += atomic64_read(&c->bulk_inflight);
+			reqs += pfs_conn_load(c);
+		}
+	}
+	return bytes + reqs;	/* a request counts as a byte: ties broken */
 }
 
 /*
- * A new connection to node: over RDMA where it offers RDMA and the mount
- * allows it, else (or, with transport=auto, when RDMA fails) over TCP.
+ * The path a request takes: the RDMA path with the least under way, among
+ * those not backing off and, when any is, on this CPU's NUMA node; else
+ * TCP (never with transport=rdma). NULL: none to use now.
  */
-static struct pfs_conn *pfs_node_open(struct pfs_node *node)
+static struct pfs_route *pfs_node_choose(struct pfs_node *node)
 {
 	struct pfs_net *net = node->net;
-	enum pfs_conn_kind kind = node->type == PFS_NODE_META ?
-				  PFS_CONN_META : PFS_CONN_STORAGE;
-	struct pfs_conn *c;
+	struct pfs_route *best = NULL, *tcp = NULL;
+	bool best_local = false, was_tcp, any_rdma = false;
+	u64 best_load = 0;
+	unsigned int i;
 
-#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
-	if (node->rdma.ss_family != AF_UNSPEC &&
-	    (net->cfg.transport == PFS_XPRT_RDMA ||
-	     !time_before(jiffies, READ_ONCE(node->rdma_retry_at)))) {
-		c = pfs_conn_open(net, &pfs_rdma_ops, &node->rdma, node->name,
-				  kind);
-		if (!IS_ERR(c) || PTR_ERR(c) == -EINTR)
-			return c;
-		if (net->cfg.transport == PFS_XPRT_RDMA) {
-			pr_warn_ratelimited("%s: cannot connect over RDMA to %pISpc (%ld); transport=rdma allows nothing else\n",
-					    node->name, &node->rdma, PTR_ERR(c));
-			return c;
+	spin_lock(&node->lock);
+	for (i = 0; i < node->npaths; i++) {
+		struct pfs_route *p = &node->paths[i];
+		bool local;
+		u64 load;
+
+		if (!pfs_route_rdma(p)) {
+			tcp = p;
+			continue;
 		}
-		pr_warn_ratelimited("%s: no RDMA connection to %pISpc (%ld): using TCP\n",
-				    node->name, &node->rdma, PTR_ERR(c));
-		/* Tried again by the first connection after a while. */
-		WRITE_ONCE(node->rdma_retry_at,
-			   jiffies + msecs_to_jiffies(PFS_RDMA_RETRY_MS));
+		any_rdma = true;
+		if (pfs_route_backing_off(p) ||
+		    (p->rail >= 0 && !pfs_rail_usable(net, p->rail)))
+			continue;
+		local = p->rail >= 0 &&
+			net->rails[p->rail].numa == numa_node_id();
+		load = pfs_route_load(node, p);
+		if (!best || (local && !best_local) ||
+		    (local == best_local && load < best_load)) {
+			best = p;
+			best_local = local;
+			best_load = load;
+		}
 	}
-#endif
-	if (net->cfg.transport == PFS_XPRT_RDMA)
-		return ERR_PTR(-EHOSTUNREACH);	/* no RDMA address offered */
-	return pfs_conn_open(net, &pfs_tcp_ops, &node->addr, node->name,
-			     kind);
+	was_tcp = node->over_tcp;
+	node->over_tcp = any_rdma && !best && tcp;
+	spin_unlock(&node->lock);
+	/* Said once each way, not per request. */
+	if (node->over_tcp && !was_tcp)
+		pr_warn("%s: every RDMA rail is down: over TCP meanwhile\n",
+			node->name);
+	else if (!node->over_tcp && was_tcp && best)
+		pr_info("%s: back on RDMA\n", node->name);
+	return best ?: tcp;
 }
 
-/* Opens a connection and puts it into a free slot; connect_lock held. */
-static struct pfs_conn *pfs_node_grow(struct pfs_node *node)
+/* A path failed to connect (or lost its connection): back off. */
+static void pfs_route_failed(struct pfs_node *node, struct pfs_route *p,
+			    int err)
 {
+	struct pfs_net *net = node->net;
+	bool rdma = pfs_route_rdma(p);
+
+	p->backoff_ms = clamp_t(unsigned int, p->backoff_ms * 2,
+				rdma ? PFS_RDMA_BACKOFF_MIN_MS :
+				       PFS_BACKOFF_MIN_MS,
+				rdma ? PFS_RDMA_BACKOFF_MAX_MS :
+				       PFS_BACKOFF_MAX_MS);
+	WRITE_ONCE(p->retry_at, jiffies + msecs_to_jiffies(p->backoff_ms));
+	if (p->rail >= 0)
+		pfs_rail_failed(net, p->rail);
+	if (!rdma)
+		pr_warn_ratelimited("cannot connect to %s (%d); failing its requests for %u ms\n",
+				    node->name, err, p->backoff_ms);
+	else if (net->cfg.transport == PFS_XPRT_RDMA)
+		pr_warn_ratelimited("%s: cannot connect over RDMA to %pISpc (%d); transport=rdma allows nothing else\n",
+				    node->name, &p->dst, err);
+	else
+		pr_warn_ratelimited("%s: no RDMA connection to %pISpc%s%s (%d): trying again in %u ms, meanwhile %s\n",
+				    node->name, &p->dst,
+				    p->rail >= 0 ? " through " : "",
+				    p->rail >= 0 ? net->rails[p->rail].name : "",
+				    err, p->backoff_ms,
+				    node->npaths > 2 ? "other rails or TCP" :
+						       "TCP");
+}
+
+/* Opens a connection on p and puts it into a free slot; connect_lock held. */
+static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
+				      struct pfs_route *p)
+{
+	enum pfs_conn_kind kind = node->type == PFS_NODE_META ?
+				  PFS_CONN_META : PFS_CONN_STORAGE;
 	struct pfs_conn *c, *old = NULL;
 	unsigned int i;
 
-	c = pfs_node_open(node);
+	c = pfs_conn_open(node->net, p->ops, &p->src, &p->dst, node->name,
+			  kind);
 	if (IS_ERR(c)) {
 		int err = PTR_ERR(c);
 
 		if (err == -EINTR || err == -EIO || err == -ESHUTDOWN)
 			return c;	/* killed, aborted or stopping */
-		node->backoff_ms = clamp_t(unsigned int, node->backoff_ms * 2,
-					   PFS_BACKOFF_MIN_MS,
-					   PFS_BACKOFF_MAX_MS);
-		WRITE_ONCE(node->retry_at,
-			   jiffies + msecs_to_jiffies(node->backoff_ms));
-		pr_warn_ratelimited("cannot connect to %s (%d); failing its requests for %u ms\n",
-				    node->name, err, node->backoff_ms);
+		pfs_route_failed(node, p, err);
 		return ERR_PTR(-EIO);
 	}
-	node->backoff_ms = 0;
+	c->rail = p->rail;
+	p->backoff_ms = 0;
+	if (p->rail >= 0)
+		pfs_rail_works(node->net, p->rail);
 	pfs_conn_get(c);		/* the caller's; the slot keeps one */
 	spin_lock(&node->lock);
 	for (i = 0; i < node->nslots; i++) {
-		if (!node->slots[i] || pfs_conn_dead(node->slots[i])) {
-			old = node->slots[i];
-			node->slots[i] = c;
+		if (!p->slots[i] || pfs_conn_dead(p->slots[i])) {
+			old = p->slots[i];
+			p->slots[i] = c;
 			break;
 		}
 	}
@@ -187,39 +337,51 @@ static struct pfs_conn *pfs_node_grow(struct pfs_node *node)
 	return c;
 }
 
-/* A referenced live connection to node, opened if needed. */
-static struct pfs_conn *pfs_node_conn(struct pfs_node *node)
+static struct pfs_conn *pfs_route_pick_locked(struct pfs_node *node,
+					     struct pfs_route *p, bool *room)
+{
+	struct pfs_conn *c;
+
+	spin_lock(&node->lock);
+	c = pfs_route_pick(node, p, room);
+	spin_unlock(&node->lock);
+	return c;
+}
+
+/* A referenced live connection on path p, opened if needed. */
+static struct pfs_conn *pfs_route_conn(struct pfs_node *node,
+				      struct pfs_route *p)
 {
 	struct pfs_conn *c, *fresh;
 	bool room;
 
-	if (node->addr.ss_family == AF_UNSPEC)
+	if (p->dst.ss_family == AF_UNSPEC)
 		return ERR_PTR(-EIO);	/* no usable address in the map */
-	c = pfs_node_pick(node, &room);
+	c = pfs_route_pick_locked(node, p, &room);
 	if (c && (!room || !pfs_conn_load(c)))
 		return c;
 	if (c) {
 		/* Busy but working: grow only when nobody else is at it. */
-		if (pfs_node_backing_off(node) ||
+		if (pfs_route_backing_off(p) ||
 		    !mutex_trylock(&node->connect_lock))
 			return c;
 	} else {
-		if (pfs_node_backing_off(node))
+		if (pfs_route_backing_off(p))
 			return ERR_PTR(-EIO);
 		if (mutex_lock_killable(&node->connect_lock))
 			return ERR_PTR(-EINTR);
 	}
 	/* Look again: whoever held the lock may have done our work. */
 	pfs_conn_put(c);
-	c = pfs_node_pick(node, &room);
+	c = pfs_route_pick_locked(node, p, &room);
 	if (c && (!room || !pfs_conn_load(c)))
 		goto out;
-	if (pfs_node_backing_off(node)) {
+	if (pfs_route_backing_off(p)) {
 		if (!c)
 			c = ERR_PTR(-EIO);
 		goto out;
 	}
-	fresh = pfs_node_grow(node);
+	fresh = pfs_route_grow(node, p);
 	if (!IS_ERR(fresh)) {
 		pfs_conn_put(c);
 		c = fresh;
@@ -233,21 +395,36 @@ out:
 
 int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc)
 {
+	struct pfs_net *net = node->net;
+	unsigned int tries = node->npaths + 1;
 	struct pfs_conn *c;
-	int tries = 2;
+	struct pfs_route *p;
 	int err;
 
 	do {
-		err = pfs_net_check(node->net);
+		err = pfs_net_check(net);
 		if (err)
 			return err;
-		c = pfs_node_conn(node);
-		if (IS_ERR(c))
-			return PTR_ERR(c);
+		p = pfs_node_choose(node);
+		if (!p)
+			return -EIO;	/* transport=rdma, every rail down */
+		c = pfs_route_conn(node, p);
+		if (IS_ERR(c)) {
+			err = PTR_ERR(c);
+			/* A rail that cannot connect: another may. */
+			if (err == -EIO && pfs_route_rdma(p))
+				continue;
+			return err;
+		}
 		err = pfs_conn_start(c, rpc);
+		if (!err && c->rail >= 0) {
+			atomic64_inc(&net->rails[c->rail].requests);
+			atomic64_add(rpc->bulk_bytes,
+				     &net->rails[c->rail].bytes);
+		}
 		pfs_conn_put(c);
 		/* Died before anything was sent: a fresh one may work. */
-	} while (err == -ENOTCONN && --tries);
+	} while ((err == -ENOTCONN || err == -EIO) && --tries);
 	return err == -ENOTCONN ? -EIO : err;
 }
 

@@ -17,6 +17,7 @@
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -29,7 +30,7 @@
 #define PFS_RDMA_MSG_SIZE	16384	/* bytes in one message, head included */
 #define PFS_RDMA_MIN_MSG	4096
 #define PFS_RDMA_MAX_DEPTH	1024
-/* Registrations and invalidations beside the sends. */
+/* Registrations and invalidations in flight on the registration queue. */
 #define PFS_RDMA_REG_WRS	256
 
 struct pfs_rdma_buf {
@@ -44,9 +45,10 @@ struct pfs_rdma_mr {
 	struct pfs_rdma *r;
 	struct ib_mr *mr;
 	bool registered;		/* REG_MR posted: invalidate before reuse */
+	bool reg_seen;			/* its REG_MR's completion was waited for */
 	struct ib_cqe reg_cqe, inv_cqe;
 	struct completion reg_done, inv_done;
-	int inv_status;
+	int reg_status, inv_status;
 };
 
 struct pfs_rdma {
@@ -86,16 +88,37 @@ struct pfs_rdma {
 	u32 sq_used, sq_max;
 	long send_timeout;		/* jiffies a send may wait for credits */
 
-	/* fast registration */
+	/* the port going down stops the connection at once (a rail failed) */
+	struct ib_event_handler port_events;
+	struct work_struct port_down;
+	bool events_registered;
+	struct list_head live;		/* in the list the netdev watch walks */
+	bool iface_down;		/* its interface went down under it */
+
+	/*
+	 * fast registration, on a queue pair of its own that never transmits
+	 * (rdma_bulk.c says why); it outlives a broken connection, so that
+	 * invalidations still run
+	 */
+	struct ib_qp *reg_qp;
+	u32 reg_used, reg_max;
+	bool reg_dead;
 	u32 mr_pages;			/* pages one MR can map */
 	struct list_head orphans;	/* MRs whose completion may still come */
 };
 
-/* rdma.c: posting on the send queue, once there is room (may sleep). */
-int pfs_rdma_post_send_wr(struct pfs_rdma *r, struct ib_send_wr *wr);
+/*
+ * rdma.c: posting a registration (needs a live connection) or an
+ * invalidation on the registration queue pair, once it has room (may sleep).
+ */
+int pfs_rdma_post_reg_wr(struct pfs_rdma *r, struct ib_send_wr *wr);
 void pfs_rdma_fail(struct pfs_rdma *r, const char *why);
 /* Fails the connection and puts its queue pair in the error state. */
 void pfs_rdma_stop(struct pfs_rdma *r, const char *why);
+/* The same for the registration queue pair: its work requests flush. */
+void pfs_rdma_stop_reg(struct pfs_rdma *r, const char *why);
+/* A registration or invalidation completed, successfully or not. */
+void pfs_rdma_reg_wr_done(struct pfs_rdma *r, bool ok, const char *why);
 
 /* rdma_bulk.c */
 int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,

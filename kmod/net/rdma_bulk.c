@@ -7,9 +7,17 @@
  * access for the data it puts; their segments (iova, length, rkey) go in
  * the request's bulk block. When the request ends, however it ends, every
  * registration is invalidated (IB_WR_LOCAL_INV) before the pages are the
- * caller's again; should that fail (the queue pair broke), the MR is
- * deregistered instead. An MR whose key a server saw never comes back
- * valid: each registration bumps the key.
+ * caller's again; should that fail, the MR is deregistered instead. An MR
+ * whose key a server saw never comes back valid: each registration is a
+ * new MR.
+ *
+ * Registrations and invalidations go on a queue pair of their own, in the
+ * connection's protection domain, which never transmits: a retransmission
+ * on the connection's queue pair then never runs a registration twice
+ * (soft-RoCE rewinds its send queue over completed local operations, and
+ * registering a valid MR again kills the connection), and an invalidation
+ * never waits behind data or on a connection that broke. The request is
+ * sent once its registrations completed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -50,40 +58,27 @@ static void pfs_rdma_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct pfs_rdma_mr *m = container_of(wc->wr_cqe, struct pfs_rdma_mr,
 					     reg_cqe);
-	struct pfs_rdma *r = m->r;
-	unsigned long flags;
 
-	spin_lock_irqsave(&r->lock, flags);
-	r->sq_used--;
-	spin_unlock_irqrestore(&r->lock, flags);
-	if (wc->status != IB_WC_SUCCESS)
-		pfs_rdma_fail(r, ib_wc_status_msg(wc->status));
+	m->reg_status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
+	pfs_rdma_reg_wr_done(m->r, !m->reg_status,
+			     ib_wc_status_msg(wc->status));
 	complete(&m->reg_done);
-	wake_up_all(&r->wq);
 }
 
 static void pfs_rdma_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct pfs_rdma_mr *m = container_of(wc->wr_cqe, struct pfs_rdma_mr,
 					     inv_cqe);
-	struct pfs_rdma *r = m->r;
-	unsigned long flags;
 
 	m->inv_status = wc->status == IB_WC_SUCCESS ? 0 : -EIO;
-	spin_lock_irqsave(&r->lock, flags);
-	r->sq_used--;
-	spin_unlock_irqrestore(&r->lock, flags);
-	if (wc->status != IB_WC_SUCCESS)
-		pfs_rdma_fail(r, ib_wc_status_msg(wc->status));
+	pfs_rdma_reg_wr_done(m->r, !m->inv_status,
+			     ib_wc_status_msg(wc->status));
 	complete(&m->inv_done);
-	wake_up_all(&r->wq);
 }
 
 /*
- * A new MR for one registration. (Reusing invalidated MRs, as a pool would,
- * is what real NICs want: on this kernel's soft-RoCE, an MR reused right
- * after its local invalidation is sometimes still valid to the device, and
- * the next registration kills the connection.)
+ * A new MR for one registration. (A pool of invalidated MRs is what real
+ * NICs would rather have; allocation is cheap on soft-RoCE.)
  */
 static struct pfs_rdma_mr *pfs_rdma_get_mr(struct pfs_rdma *r)
 {
@@ -239,7 +234,7 @@ static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
 		reg.key = m->mr->rkey;
 		reg.access = access;
 		reinit_completion(&m->reg_done);
-		err = pfs_rdma_post_send_wr(r, &reg.wr);
+		err = pfs_rdma_post_reg_wr(r, &reg.wr);
 		if (err)
 			return err;
 		m->registered = true;
@@ -255,6 +250,23 @@ static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
 		off = o;
 	}
 	return 0;
+}
+
+/*
+ * m's registration completed: 0, or -errno (it failed, or did not come in
+ * time: then the registration queue pair is stopped, its work flushes).
+ */
+static int pfs_rdma_reg_wait(struct pfs_rdma *r, struct pfs_rdma_mr *m)
+{
+	if (!m->reg_seen) {
+		if (!wait_for_completion_timeout(&m->reg_done,
+						 r->send_timeout)) {
+			pfs_rdma_stop_reg(r, "registration not completed");
+			return -ETIMEDOUT;
+		}
+		m->reg_seen = true;
+	}
+	return m->reg_status;
 }
 
 int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
@@ -282,15 +294,26 @@ int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
 					IB_ACCESS_REMOTE_WRITE,
 					b->out, &b->nout);
 	req->out_len = b->out_len;
+	if (!err) {
+		struct pfs_rdma_mr *m;
+
+		/* The server may use the keys once the request is sent. */
+		list_for_each_entry(m, &req->mrs, link) {
+			err = pfs_rdma_reg_wait(r, m);
+			if (err)
+				break;
+		}
+	}
 	return err;	/* on error, bulk_unmap cleans up what was made */
 }
 
 /*
  * Makes m's key useless to the peer. 0: done, and no work request refers
- * to m any more (it may go). Otherwise the queue pair broke or stopped
- * answering: it is stopped for good (nothing reaches the pages through
- * it), and a completion referring to m may still come: m must wait for
- * the connection's teardown (-EINPROGRESS) or may go (-EIO).
+ * to m any more (it may go). Otherwise the registration queue pair failed
+ * or stopped answering: it is stopped for good, as is the connection
+ * (nothing reaches the pages through it), and a completion referring to m
+ * may still come: m must wait for the teardown (-EINPROGRESS) or may go
+ * (-EIO).
  */
 static int pfs_rdma_invalidate(struct pfs_rdma *r, struct pfs_rdma_mr *m)
 {
@@ -300,28 +323,30 @@ static int pfs_rdma_invalidate(struct pfs_rdma *r, struct pfs_rdma_mr *m)
 		.send_flags = IB_SEND_SIGNALED,
 		.ex.invalidate_rkey = m->mr->rkey,
 	};
+	int err;
 
 	if (!m->registered)
 		return 0;
 	/* Its registration's completion refers to m: it comes first. */
-	if (!wait_for_completion_timeout(&m->reg_done, r->send_timeout)) {
-		pfs_rdma_stop(r, "registration not completed");
+	err = pfs_rdma_reg_wait(r, m);
+	if (err == -ETIMEDOUT)
 		return -EINPROGRESS;
-	}
 	m->registered = false;
+	if (err)
+		return -EIO;	/* never registered: nothing to invalidate */
 	reinit_completion(&m->inv_done);
-	if (pfs_rdma_post_send_wr(r, &inv)) {
-		pfs_rdma_stop(r, "cannot post an invalidation");
+	if (pfs_rdma_post_reg_wr(r, &inv)) {
+		pfs_rdma_stop_reg(r, "cannot post an invalidation");
 		return -EIO;
 	}
 	if (!wait_for_completion_timeout(&m->inv_done, r->send_timeout)) {
-		pfs_rdma_stop(r, "invalidation not completed");
+		pfs_rdma_stop_reg(r, "invalidation not completed");
 		return -EINPROGRESS;
 	}
 	if (m->inv_status) {
 		pr_warn_ratelimited("invalidating rkey %#x failed (%d): stopping the connection\n",
 				    m->mr->rkey, m->inv_status);
-		pfs_rdma_stop(r, "invalidation failed");
+		pfs_rdma_stop_reg(r, "invalidation failed");
 		return -EIO;
 	}
 	return 0;
@@ -360,16 +385,16 @@ void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
 	/* No key of the request works any more ... */
 	list_for_each_entry_safe(m, next, &req->mrs, link) {
 		bool was = m->registered;
-		bool reusable = pfs_rdma_invalidate(r, m);
+		int err = pfs_rdma_invalidate(r, m);
 
 		if (was)
 			atomic64_dec(&req->stats->registered_now);
 
 		list_del_init(&m->link);
-		if (reusable)
-			pfs_rdma_drop_mr(m);
-		else
+		if (err == -EINPROGRESS)
 			pfs_rdma_orphan_mr(r, m);
+		else
+			pfs_rdma_drop_mr(m);
 	}
 	/* ... before its pages are the caller's again. */
 	for (i = 0; i < req->nmaps; i++) {

@@ -72,6 +72,7 @@ static void pfs_tcp_tune(struct sock *sk, unsigned int timeout_ms)
 }
 
 static struct pfs_xprt *pfs_tcp_connect(struct net *ns,
+					const struct sockaddr_storage *src,
 					const struct sockaddr_storage *addr,
 					unsigned int timeout_ms,
 					unsigned int send_timeout_ms)

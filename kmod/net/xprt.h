@@ -24,10 +24,12 @@ struct pfs_xprt_ops {
 	const char *name;
 	/*
 	 * Opens a channel to addr in network namespace ns within timeout_ms
-	 * (-ETIMEDOUT after it). Sends will give up after send_timeout_ms
-	 * without progress.
+	 * (-ETIMEDOUT after it), from src when given (an RDMA rail's
+	 * address). Sends will give up after send_timeout_ms without
+	 * progress.
 	 */
 	struct pfs_xprt *(*connect)(struct net *ns,
+				    const struct sockaddr_storage *src,
 				    const struct sockaddr_storage *addr,
 				    unsigned int timeout_ms,
 				    unsigned int send_timeout_ms);

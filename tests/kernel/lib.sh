@@ -284,7 +284,7 @@ start_cluster() {
 # arrives on a rail is looked up in the local table first, traffic to
 # a rail address leaves by the rail's other end (or, that end down, is
 # unreachable), and the local table comes after both. A rail goes down
-# with `ip link set pfsr<i>c down`.
+# with rail_down I (`ip link set pfsr<i>c down`) and up with rail_up I.
 setup_rails() {
 	local n=$1 i c s
 	modprobe rdma_rxe && modprobe ib_uverbs && modprobe rdma_ucm && modprobe veth ||
@@ -308,11 +308,8 @@ setup_rails() {
 		rdma link add "rxe${i}s" type rxe netdev "$s" || fail "rdma link add on $s failed"
 	done
 	sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.all.rp_filter=0
-	# Soft-RoCE packets that a busy guest drops (a full backlog) make the
-	# 6.1 kernel's rxe retransmit, and its retransmission runs fast
-	# registrations still in the send queue a second time, which kills
-	# the connection (pfs.ko recovers, the test slows down): room for the
-	# bursts TCG makes. Real NICs neither drop nor replay that way.
+	# Soft-RoCE packets that a busy guest drops (a full backlog) make
+	# rxe retransmit, seconds later: room for the bursts TCG makes.
 	sysctl -qw net.core.netdev_max_backlog=100000
 	# A rail whose wire is down must not be bypassed through the local
 	# table: what this host sends to a rail address goes by the rail or
@@ -322,6 +319,18 @@ setup_rails() {
 		ip rule del pref 0 lookup local
 		ip rule add pref 300 lookup local
 	fi
+}
+
+# rail_down I / rail_up I: rail I's client end down, or up again with the
+# route the interface lost when it went down.
+rail_down() {
+	ip link set "pfsr${1}c" down
+}
+
+rail_up() {
+	local i=$1
+	ip link set "pfsr${i}c" up
+	ip route replace "10.88.$i.2" dev "pfsr${i}c" src "10.88.$i.1" table $((1000 + 2 * i))
 }
 
 # The server ends of N rails, for rdma-interfaces: pfsr0s,pfsr1s,...

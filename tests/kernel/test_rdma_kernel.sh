@@ -90,7 +90,7 @@ umount_pfs "$mnt"
 [ "$(kernel_mrs)" -eq 0 ] || fail "registrations of pfs.ko left after umount: $(rdma res show mr)"
 
 step "every rail down: transport=rdma fails clearly, transport=auto uses TCP"
-ip link set pfsr0c down
+rail_down 0
 down=$(dmesg_mark)
 mkdir -p "$mnt"
 if mount -t pfs -o "secret_file=$PFS_SECRET,transport=rdma,connect_timeout=2000" "$PFS_MGMTD" "$mnt" 2> /tmp/rdma-down.err; then
@@ -103,7 +103,7 @@ PFS_FIO_DIR=$mnt/rdma PFS_FIO_SIZE=$size fio --output-format=terse --verify_only
 	fail "transport=auto did not fall back to TCP: $(cat /tmp/auto.out)"
 [ "$(mount_stat tcp requests)" -gt 0 ] || fail "transport=auto sent nothing over TCP"
 umount_pfs "$mnt"
-ip link set pfsr0c up
+rail_up 0
 
 unload_module
 check_dmesg_clean "$mark"

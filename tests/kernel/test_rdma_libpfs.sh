@@ -73,8 +73,8 @@ pfs_start_daemon storage2 server/storage/pfs-storage
 wait_until "4 targets ONLINE again" pfs_all_online 4
 
 step "every rail down: RDMA only fails clearly, auto falls back to TCP"
-ip link set pfsr0c down
-ip link set pfsr1c down
+rail_down 0
+rail_down 1
 if pfs_ctl --transport rdma --timeout-ms 2000 cp pfs:/wide/f /tmp/none.bin 2> /tmp/none.err; then
 	fail "cp over RDMA worked with every rail down"
 fi
