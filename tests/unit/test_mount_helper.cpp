@@ -262,7 +262,8 @@ TEST_CASE("mount.pfs: client.conf keys and values", "[mount]") {
         "attr-ttl-ms = 0\n"
         "conns-per-server = 3\n"
         "cache = buffered\r\n"
-        "transport = rdma\n");
+        "transport = rdma\n"
+        "rdma-interfaces = ib0, ib1\n");
     CHECK(c.mgmtd_host == std::optional<std::string>("mgmt1"));
     CHECK(c.mgmtd_port == 9001);
     CHECK(c.auth_file == "/etc/pfs/x.secret");
@@ -271,7 +272,8 @@ TEST_CASE("mount.pfs: client.conf keys and values", "[mount]") {
                                                         {"attr_ttl", "0"},
                                                         {"conns", "3"},
                                                         {"cache", "buffered"},
-                                                        {"transport", "rdma"}});
+                                                        {"transport", "rdma"},
+                                                        {"rails", "ib0:ib1"}});
     ClientConfig empty = config_from("");
     CHECK(empty.mgmtd_port == 8008);
     CHECK(empty.auth_file == "/etc/pfs/auth.secret");
@@ -289,6 +291,9 @@ TEST_CASE("mount.pfs: client.conf mistakes name their line", "[mount]") {
              {"\n\n\nfrobnicate = 1\n", "c.conf:4:", "unknown key 'frobnicate'"},
              {"cache = fast\n", "c.conf:1:", "cache"},
              {"transport = ib\n", "c.conf:1:", "'auto', 'tcp' or 'rdma'"},
+             {"rdma-interfaces = ib0,,ib1\n", "c.conf:1:", "empty interface name"},
+             {"rdma-interfaces = ib0:1\n", "c.conf:1:", "not an interface name"},
+             {"rdma-interfaces = a,b,c,d,e,f,g,h,i\n", "c.conf:1:", "at most 8"},
              {"# x\ntimeout-ms = 10s\n", "c.conf:2:", "timeout-ms"},
              {"conns-per-server = -1\n", "c.conf:1:", "conns-per-server"},
              {"attr-ttl-ms = 99999999999\n", "c.conf:1:", "attr-ttl-ms"},

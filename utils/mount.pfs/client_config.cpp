@@ -14,7 +14,7 @@
 namespace pfs::mount {
 namespace {
 
-enum class Kind { host, port, path, u32, cache, transport };
+enum class Kind { host, port, path, u32, cache, transport, interfaces };
 
 struct Key {
     const char* name;    // in client.conf
@@ -32,6 +32,7 @@ constexpr Key kKeys[] = {
     {"conns-per-server", Kind::u32, "conns"},
     {"cache", Kind::cache, "cache"},
     {"transport", Kind::transport, "transport"},
+    {"rdma-interfaces", Kind::interfaces, "rails"},
 };
 
 std::string_view trim(std::string_view s) {
@@ -39,6 +40,29 @@ std::string_view trim(std::string_view s) {
     size_t b = s.find_first_not_of(ws);
     if (b == std::string_view::npos) return {};
     return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+// As the kernel takes them (kmod/net/net.h): up to 8 rails, IFNAMSIZ names.
+constexpr size_t kMaxRails = 8;
+constexpr size_t kMaxInterfaceName = 15;
+
+// "ib0, ib1" (the daemons' rdma-interfaces syntax) as rails= wants it:
+// "ib0:ib1"; or why not.
+std::string interfaces_to_rails(std::string_view value, std::string& rails) {
+    size_t count = 0;
+    while (true) {
+        size_t comma = value.find(',');
+        std::string_view name = trim(value.substr(0, comma));
+        if (name.empty()) return "an empty interface name in '" + std::string(value) + "'";
+        if (name.size() > kMaxInterfaceName ||
+            name.find_first_of(":/ \t") != std::string_view::npos) {
+            return "'" + std::string(name) + "' is not an interface name";
+        }
+        if (++count > kMaxRails) return "at most " + std::to_string(kMaxRails) + " interfaces";
+        rails += (rails.empty() ? "" : ":") + std::string(name);
+        if (comma == std::string_view::npos) return {};
+        value = value.substr(comma + 1);
+    }
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -132,6 +156,12 @@ std::string apply(const Key& key, std::string_view value, ClientConfig& config) 
         }
         config.kernel_options.push_back({key.kernel, std::string(value)});
         return {};
+    case Kind::interfaces: {
+        std::string rails;
+        if (std::string why = interfaces_to_rails(value, rails); !why.empty()) return why;
+        config.kernel_options.push_back({key.kernel, rails});
+        return {};
+    }
     }
     return "unhandled key";
 }
