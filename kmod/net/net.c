@@ -105,7 +105,7 @@ bool pfs_rail_usable(struct pfs_net *net, int r)
 	dev = dev_get_by_index_rcu(net->netns, rail->ifindex);
 	up = dev && netif_running(dev) && netif_carrier_ok(dev);
 	rcu_read_unlock();
-	return up;
+	return up && !pfs_rdma_iface_failing(net->netns, rail->ifindex);
 }
 
 void pfs_rail_failed(struct pfs_net *net, int r)

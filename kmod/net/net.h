@@ -16,6 +16,7 @@
 #include <linux/uio.h>
 
 struct seq_file;
+struct net;
 
 #include "pfs_proto.h"
 
@@ -207,7 +208,18 @@ int pfs_auth_client_key(const u8 *file, size_t len, u8 *key);
 u64 pfs_auth_client_id(const u8 *token);
 
 /* Watching the interfaces under RDMA connections, for module init and exit. */
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 int pfs_rdma_init(void);
 void pfs_rdma_exit(void);
+/* An interface told going down, not up again since (rdma_link.c). */
+bool pfs_rdma_iface_failing(const struct net *net, int ifindex);
+#else
+static inline int pfs_rdma_init(void) { return 0; }
+static inline void pfs_rdma_exit(void) {}
+static inline bool pfs_rdma_iface_failing(const struct net *net, int ifindex)
+{
+	return false;
+}
+#endif
 
 #endif /* PFS_NET_H */

@@ -17,7 +17,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/netdevice.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <asm/unaligned.h>
@@ -455,155 +454,6 @@ static int pfs_rdma_send(struct pfs_xprt *x, struct kvec *head,
 	return 0;
 }
 
-/* A registration or invalidation work request, once the queue has room. */
-int pfs_rdma_post_reg_wr(struct pfs_rdma *r, struct ib_send_wr *wr)
-{
-	bool inval = wr->opcode == IB_WR_LOCAL_INV;
-	unsigned long flags;
-	bool room = false, dead = false;
-	long got;
-	int err;
-
-	got = wait_event_timeout(r->wq, ({
-		spin_lock_irqsave(&r->lock, flags);
-		dead = r->reg_dead || (!inval && r->dead);
-		room = !dead && r->reg_used < r->reg_max;
-		if (room)
-			r->reg_used++;
-		spin_unlock_irqrestore(&r->lock, flags);
-		room || dead; }), r->send_timeout);
-	if (!room)
-		return got ? -ECONNRESET : -ETIMEDOUT;
-	err = ib_post_send(r->reg_qp, wr, NULL);
-	if (err) {
-		spin_lock_irqsave(&r->lock, flags);
-		r->reg_used--;
-		spin_unlock_irqrestore(&r->lock, flags);
-	}
-	return err;
-}
-
-void pfs_rdma_reg_wr_done(struct pfs_rdma *r, bool ok, const char *why)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&r->lock, flags);
-	r->reg_used--;
-	if (!ok)
-		r->reg_dead = true;
-	spin_unlock_irqrestore(&r->lock, flags);
-	/* No request can be served without registrations. */
-	if (!ok)
-		pfs_rdma_fail(r, why);
-	wake_up_all(&r->wq);
-}
-
-void pfs_rdma_stop_reg(struct pfs_rdma *r, const char *why)
-{
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-	unsigned long flags;
-
-	spin_lock_irqsave(&r->lock, flags);
-	r->reg_dead = true;
-	spin_unlock_irqrestore(&r->lock, flags);
-	pfs_rdma_stop(r, why);
-	if (r->reg_qp)
-		ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE);
-}
-
-/* ---- the port under the connection ---- */
-
-static void pfs_rdma_port_down_work(struct work_struct *work)
-{
-	struct pfs_rdma *r = container_of(work, struct pfs_rdma, port_down);
-
-	pfs_rdma_stop(r, "port down");
-}
-
-/*
- * A rail that goes down would otherwise be noticed only when the queue
- * pair's retransmissions give up, many seconds later: its requests go to
- * other rails at once instead. (Called in any context: the stop sleeps.)
- */
-static void pfs_rdma_ib_event(struct ib_event_handler *h, struct ib_event *ev)
-{
-	struct pfs_rdma *r = container_of(h, struct pfs_rdma, port_events);
-
-	if ((ev->event == IB_EVENT_PORT_ERR ||
-	     ev->event == IB_EVENT_DEVICE_FATAL) &&
-	    (ev->event == IB_EVENT_DEVICE_FATAL ||
-	     ev->element.port_num == r->id->port_num))
-		schedule_work(&r->port_down);
-}
-
-/*
- * Live connections, for the netdev watch: an interface going down is
- * told to us before it stops sending, the port event only after. Soft-RoCE
- * on this kernel retries a packet its interface refused at once, forever,
- * starving the machine until the queue pair gives up: a rail taken down
- * would stall every CPU for tens of seconds. Stopped first, the queue
- * pairs on it send nothing; their requests go to other rails at once.
- */
-static LIST_HEAD(pfs_rdma_live);
-static DEFINE_MUTEX(pfs_rdma_live_lock);
-
-static bool pfs_rdma_on(struct pfs_rdma *r, struct net_device *dev)
-{
-	const struct rdma_dev_addr *a = &r->id->route.addr.dev_addr;
-
-	return a->bound_dev_if == dev->ifindex &&
-	       net_eq(a->net, dev_net(dev));
-}
-
-static int pfs_rdma_netdev_event(struct notifier_block *nb,
-				 unsigned long event, void *ptr)
-{
-	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
-	struct pfs_rdma *r;
-
-	if (event != NETDEV_GOING_DOWN && event != NETDEV_UNREGISTER &&
-	    !(event == NETDEV_CHANGE && !netif_carrier_ok(dev)))
-		return NOTIFY_DONE;
-	mutex_lock(&pfs_rdma_live_lock);
-	list_for_each_entry(r, &pfs_rdma_live, live) {
-		if (pfs_rdma_on(r, dev)) {
-			WRITE_ONCE(r->iface_down, true);
-			pfs_rdma_stop(r, "interface going down");
-		}
-	}
-	mutex_unlock(&pfs_rdma_live_lock);
-	return NOTIFY_DONE;
-}
-
-static struct notifier_block pfs_rdma_netdev_nb = {
-	.notifier_call = pfs_rdma_netdev_event,
-};
-
-int pfs_rdma_init(void)
-{
-	return register_netdevice_notifier(&pfs_rdma_netdev_nb);
-}
-
-void pfs_rdma_exit(void)
-{
-	unregister_netdevice_notifier(&pfs_rdma_netdev_nb);
-}
-
-static void pfs_rdma_watch(struct pfs_rdma *r)
-{
-	mutex_lock(&pfs_rdma_live_lock);
-	list_add(&r->live, &pfs_rdma_live);
-	mutex_unlock(&pfs_rdma_live_lock);
-}
-
-static void pfs_rdma_unwatch(struct pfs_rdma *r)
-{
-	mutex_lock(&pfs_rdma_live_lock);
-	if (!list_empty(&r->live))
-		list_del_init(&r->live);
-	mutex_unlock(&pfs_rdma_live_lock);
-}
-
 /* ---- setting up and tearing down ---- */
 
 static void pfs_rdma_free_rings(struct pfs_rdma *r)
@@ -716,69 +566,9 @@ static int pfs_rdma_setup_qp(struct pfs_rdma *r)
 	return err;
 }
 
-/*
- * The registration queue pair: connected to itself, because the state
- * machine wants a peer, though no packet ever leaves it (so it never
- * retransmits; no ACK timeout either). Reliable-connected: soft-RoCE
- * registers only there. Its path is the connection's (queried: the
- * connection is established).
- */
-static int pfs_rdma_setup_reg_qp(struct pfs_rdma *r)
-{
-	struct ib_qp_init_attr init = {}, qinit;
-	struct ib_qp_attr conn = {}, attr = {};
-	int err;
-
-	init.send_cq = r->cq;
-	init.recv_cq = r->cq;
-	init.qp_type = IB_QPT_RC;
-	init.sq_sig_type = IB_SIGNAL_REQ_WR;
-	init.cap.max_send_wr = r->reg_max + 1;
-	init.cap.max_recv_wr = 1;
-	init.cap.max_send_sge = 1;
-	init.cap.max_recv_sge = 1;
-	r->reg_qp = ib_create_qp(r->pd, &init);
-	if (IS_ERR(r->reg_qp)) {
-		err = PTR_ERR(r->reg_qp);
-		r->reg_qp = NULL;
-		return err;
-	}
-	err = ib_query_qp(r->qp, &conn, IB_QP_AV | IB_QP_PATH_MTU |
-			  IB_QP_PKEY_INDEX | IB_QP_PORT, &qinit);
-	if (err)
-		return err;
-	attr.qp_state = IB_QPS_INIT;
-	attr.pkey_index = conn.pkey_index;
-	attr.port_num = conn.port_num;
-	err = ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
-			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IB_QPS_RTR;
-	attr.ah_attr = conn.ah_attr;
-	attr.path_mtu = conn.path_mtu;
-	attr.dest_qp_num = r->reg_qp->qp_num;
-	attr.min_rnr_timer = 1;
-	err = ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_AV |
-			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IB_QPS_RTS;
-	return ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
-			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
-			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
-}
-
 static void pfs_rdma_teardown(struct pfs_rdma *r)
 {
 	pfs_rdma_unwatch(r);
-	if (r->events_registered) {
-		ib_unregister_event_handler(&r->port_events);
-		cancel_work_sync(&r->port_down);
-	}
 	if (r->qp) {
 		/* Every work request completes (flushed) before anything goes. */
 		ib_drain_qp(r->qp);
@@ -837,7 +627,6 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 	spin_lock_init(&r->lock);
 	INIT_LIST_HEAD(&r->orphans);
 	INIT_LIST_HEAD(&r->live);
-	INIT_WORK(&r->port_down, pfs_rdma_port_down_work);
 	r->send_timeout = send_timeout_ms ? msecs_to_jiffies(send_timeout_ms) :
 					    MAX_SCHEDULE_TIMEOUT;
 	r->id = rdma_create_id(ns, pfs_rdma_cm_handler, r, RDMA_PS_TCP,
@@ -858,17 +647,16 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 	 * A generous ACK timeout (4.096 us << 19, about 2 s): soft-RoCE
 	 * under TCG answers late, and each needless retransmission costs.
 	 */
+	/* Not through an interface going down: see rdma_link.c. */
+	if (!err && pfs_rdma_iface_failing(r->id->route.addr.dev_addr.net,
+					   r->id->route.addr.dev_addr.bound_dev_if))
+		err = -ENETDOWN;
 	if (!err)
 		err = rdma_set_ack_timeout(r->id, PFS_RDMA_ACK_TIMEOUT);
 	if (!err)
 		err = pfs_rdma_setup_qp(r);
-	if (!err) {
-		INIT_IB_EVENT_HANDLER(&r->port_events, r->id->device,
-				      pfs_rdma_ib_event);
-		ib_register_event_handler(&r->port_events);
-		r->events_registered = true;
+	if (!err)
 		pfs_rdma_watch(r);
-	}
 	if (!err) {
 		pfs_rdma_hello(hello, PFS_RDMA_DEPTH, PFS_RDMA_MSG_SIZE);
 		param.private_data = hello;
@@ -914,6 +702,8 @@ static void pfs_rdma_destroy(struct pfs_xprt *x)
 	struct pfs_rdma *r = pfs_rdma(x);
 
 	pfs_rdma_shutdown(x);
+	if (READ_ONCE(r->iface_down))
+		pfs_rdma_wait_settled(r);
 	pfs_rdma_teardown(r);
 }
 

@@ -107,20 +107,18 @@ struct pfs_rdma {
 	struct list_head orphans;	/* MRs whose completion may still come */
 };
 
-/*
- * rdma.c: posting a registration (needs a live connection) or an
- * invalidation on the registration queue pair, once it has room (may sleep).
- */
-int pfs_rdma_post_reg_wr(struct pfs_rdma *r, struct ib_send_wr *wr);
+/* rdma.c */
 void pfs_rdma_fail(struct pfs_rdma *r, const char *why);
 /* Fails the connection and puts its queue pair in the error state. */
 void pfs_rdma_stop(struct pfs_rdma *r, const char *why);
-/* The same for the registration queue pair: its work requests flush. */
-void pfs_rdma_stop_reg(struct pfs_rdma *r, const char *why);
-/* A registration or invalidation completed, successfully or not. */
-void pfs_rdma_reg_wr_done(struct pfs_rdma *r, bool ok, const char *why);
+
+/* rdma_link.c: the port and interface watch over a live connection. */
+void pfs_rdma_watch(struct pfs_rdma *r);
+void pfs_rdma_unwatch(struct pfs_rdma *r);
+void pfs_rdma_wait_settled(struct pfs_rdma *r);
 
 /* rdma_bulk.c */
+int pfs_rdma_setup_reg_qp(struct pfs_rdma *r);
 int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
 		      struct pfs_bulk *b);
 void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc);

@@ -54,6 +54,122 @@ static struct pfs_rdma *pfs_rdma_of(struct pfs_xprt *x)
 	return container_of(x, struct pfs_rdma, xprt);
 }
 
+/* ---- the registration queue pair ---- */
+
+/*
+ * The registration queue pair: connected to itself, because the state
+ * machine wants a peer, though no packet ever leaves it (so it never
+ * retransmits; no ACK timeout either). Reliable-connected: soft-RoCE
+ * registers only there. Its path is the connection's (queried: the
+ * connection is established).
+ */
+int pfs_rdma_setup_reg_qp(struct pfs_rdma *r)
+{
+	struct ib_qp_init_attr init = {}, qinit;
+	struct ib_qp_attr conn = {}, attr = {};
+	int err;
+
+	init.send_cq = r->cq;
+	init.recv_cq = r->cq;
+	init.qp_type = IB_QPT_RC;
+	init.sq_sig_type = IB_SIGNAL_REQ_WR;
+	init.cap.max_send_wr = r->reg_max + 1;
+	init.cap.max_recv_wr = 1;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	r->reg_qp = ib_create_qp(r->pd, &init);
+	if (IS_ERR(r->reg_qp)) {
+		err = PTR_ERR(r->reg_qp);
+		r->reg_qp = NULL;
+		return err;
+	}
+	err = ib_query_qp(r->qp, &conn, IB_QP_AV | IB_QP_PATH_MTU |
+			  IB_QP_PKEY_INDEX | IB_QP_PORT, &qinit);
+	if (err)
+		return err;
+	attr.qp_state = IB_QPS_INIT;
+	attr.pkey_index = conn.pkey_index;
+	attr.port_num = conn.port_num;
+	err = ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.ah_attr = conn.ah_attr;
+	attr.path_mtu = conn.path_mtu;
+	attr.dest_qp_num = r->reg_qp->qp_num;
+	attr.min_rnr_timer = 1;
+	err = ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_AV |
+			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	return ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A registration or invalidation work request, once the queue has room. */
+static int pfs_rdma_post_reg_wr(struct pfs_rdma *r, struct ib_send_wr *wr)
+{
+	bool inval = wr->opcode == IB_WR_LOCAL_INV;
+	unsigned long flags;
+	bool room = false, dead = false;
+	long got;
+	int err;
+
+	got = wait_event_timeout(r->wq, ({
+		spin_lock_irqsave(&r->lock, flags);
+		dead = r->reg_dead || (!inval && r->dead);
+		room = !dead && r->reg_used < r->reg_max;
+		if (room)
+			r->reg_used++;
+		spin_unlock_irqrestore(&r->lock, flags);
+		room || dead; }), r->send_timeout);
+	if (!room)
+		return got ? -ECONNRESET : -ETIMEDOUT;
+	err = ib_post_send(r->reg_qp, wr, NULL);
+	if (err) {
+		spin_lock_irqsave(&r->lock, flags);
+		r->reg_used--;
+		spin_unlock_irqrestore(&r->lock, flags);
+	}
+	return err;
+}
+
+static void pfs_rdma_reg_wr_done(struct pfs_rdma *r, bool ok, const char *why)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&r->lock, flags);
+	r->reg_used--;
+	if (!ok)
+		r->reg_dead = true;
+	spin_unlock_irqrestore(&r->lock, flags);
+	/* No request can be served without registrations. */
+	if (!ok)
+		pfs_rdma_fail(r, why);
+	wake_up_all(&r->wq);
+}
+
+static void pfs_rdma_stop_reg(struct pfs_rdma *r, const char *why)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	unsigned long flags;
+
+	spin_lock_irqsave(&r->lock, flags);
+	r->reg_dead = true;
+	spin_unlock_irqrestore(&r->lock, flags);
+	pfs_rdma_stop(r, why);
+	if (r->reg_qp)
+		ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE);
+}
+
+/* ---- registering a request's memory ---- */
+
 static void pfs_rdma_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct pfs_rdma_mr *m = container_of(wc->wr_cqe, struct pfs_rdma_mr,
