@@ -17,7 +17,9 @@
 # system is the baseline and always runs). --sizes: pfs-bench's size options
 # in one word, replacing the defaults sized for a TCG guest. Further options
 # go to pfs-bench as they are.
-# Results: the table on the console and $PFS_GUEST_OUT/kernel-bench-results.json.
+# Results: the table on the console and $PFS_GUEST_OUT/kernel-bench-results.json;
+# then pfs.ko over TCP against RDMA (bench-transport.sh):
+# $PFS_GUEST_OUT/kernel-bench-transport.json.
 . "$(dirname "$0")/lib.sh"
 
 systems=pfs,nfs,local
@@ -82,6 +84,14 @@ cores=$(nproc)
 
 if has pfs; then
 	umount_pfs /mnt/pfs
+	stop_cluster
+	# TCP against RDMA, on one soft-RoCE rail (bench-transport.sh). Apart
+	# from the comparison above: its default mount would use the rail.
+	step "PFS over TCP and over RDMA (soft-RoCE)"
+	setup_rails 1
+	PFS_STORAGE_DIRECT_IO=true PFS_META_CONF="trusted-clients = 127.0.0.0/8,10.88.0.0/16" \
+		PFS_SERVER_CONF="rdma-interfaces = $(rail_servers 1)" start_cluster 2 2
+	"$here/bench-transport.sh" /mnt/pfs "${PFS_TRANSPORT_MIB:-64}" 3
 	unload_module
 	stop_cluster
 fi

@@ -32,3 +32,7 @@ PFS_BUILD=$build "$here/run-guest.sh" --timeout "${PFS_BENCH_TIMEOUT:-3600}" --o
   { echo "bench.sh: the guest wrote no results" >&2; exit 1; }
 cp "$out/kernel-bench-results.json" "$build/kernel-bench-results.json"
 echo "results: $build/kernel-bench-results.json"
+if [ -s "$out/kernel-bench-transport.json" ]; then
+  cp "$out/kernel-bench-transport.json" "$build/kernel-bench-transport.json"
+  echo "TCP vs RDMA: $build/kernel-bench-transport.json"
+fi
