@@ -246,11 +246,15 @@ static int pfs_chunk_finish(struct pfs_chunk_req *r)
 	int rc = pfs_rpc_wait(&r->rpc);
 
 	/*
-	 * The way there failed (a rail went down, a connection was lost, no
-	 * answer in time), not the server: once or twice more, by whatever
-	 * way works now.
+	 * The way there failed (a rail went down, a connection was lost), not
+	 * the server: once or twice more, by whatever way works now. After a
+	 * timeout only when it went by a rail and another way is open: a
+	 * server that does not answer on its only way gets the mount's
+	 * timeout once, not once per try.
 	 */
-	while (rc && r->rpc.error && pfs_net_transient(rc) && tries-- &&
+	while (rc && r->rpc.error && pfs_net_transient(rc) &&
+	       (rc != -ETIMEDOUT || pfs_node_failover(r->node, &r->rpc)) &&
+	       tries-- &&
 	       !fatal_signal_pending(current) &&
 	       !pfs_net_check(pfs_inode_net(r->inode))) {
 		rc = pfs_chunk_resend(r);

@@ -225,6 +225,7 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	rpc->reply_len = 0;
 	rpc->data_len = 0;
 	rpc->conn = NULL;
+	rpc->rail = -1;
 	/* The receiving thread cannot write to a user's address space. */
 	if (rpc->reply_data && user_backed_iter(rpc->reply_data))
 		return -EINVAL;
@@ -382,6 +383,7 @@ int pfs_rpc_wait(struct pfs_rpc *rpc)
 	/* Before the caller may touch its pages again. */
 	if (rpc->bulk)
 		c->xprt->ops->bulk_unmap(c->xprt, rpc);
+	rpc->rail = c->rail;
 	pfs_rpc_detach(rpc);
 	rpc->status = rpc->error ?: rpc->status;
 	return rpc->status;

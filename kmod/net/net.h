@@ -135,6 +135,7 @@ struct pfs_rpc {
 	 * (header.client_seq), whatever the status; 0: none
 	 */
 	u64 session_epoch;
+	int rail;			/* the rail it went by; -1: none */
 
 	/* transport-private */
 	bool bulk_inline;		/* the bulk data travels in frames */
@@ -164,6 +165,12 @@ int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc);
 int pfs_rpc_wait(struct pfs_rpc *rpc);
 /* pfs_rpc_start then pfs_rpc_wait. */
 int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc);
+/*
+ * A request to node timed out: if it went by a rail, that rail is left
+ * alone for node a while, and true tells that another way to node is open
+ * now (an idempotent request may go again); false: it went the only way.
+ */
+bool pfs_node_failover(struct pfs_node *node, const struct pfs_rpc *rpc);
 /* Frees the reply; rpc may be reused after it. */
 void pfs_rpc_release(struct pfs_rpc *rpc);
 

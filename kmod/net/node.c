@@ -428,6 +428,24 @@ int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc)
 	return err == -ENOTCONN ? -EIO : err;
 }
 
+bool pfs_node_failover(struct pfs_node *node, const struct pfs_rpc *rpc)
+{
+	struct pfs_route *p, *next;
+	unsigned int i;
+
+	if (rpc->rail < 0)
+		return false;
+	for (i = 0; i < node->npaths; i++) {
+		p = &node->paths[i];
+		if (pfs_route_rdma(p) && p->rail == rpc->rail) {
+			pfs_route_failed(node, p, -ETIMEDOUT);
+			break;
+		}
+	}
+	next = pfs_node_choose(node);
+	return next && next->rail != rpc->rail;
+}
+
 int pfs_rpc_call(struct pfs_node *node, struct pfs_rpc *rpc)
 {
 	int err = pfs_rpc_start(node, rpc);

@@ -566,7 +566,7 @@ static int pfs_rdma_setup_qp(struct pfs_rdma *r)
 	return err;
 }
 
-static void pfs_rdma_teardown(struct pfs_rdma *r)
+void pfs_rdma_teardown(struct pfs_rdma *r)
 {
 	pfs_rdma_unwatch(r);
 	if (r->qp) {
@@ -576,7 +576,9 @@ static void pfs_rdma_teardown(struct pfs_rdma *r)
 		r->qp = NULL;
 	}
 	if (r->reg_qp) {
-		ib_drain_sq(r->reg_qp);
+		/* Short of RTS, nothing was posted (nor could the drain be). */
+		if (r->reg_ready)
+			ib_drain_sq(r->reg_qp);
 		ib_destroy_qp(r->reg_qp);
 		r->reg_qp = NULL;
 	}
@@ -703,8 +705,9 @@ static void pfs_rdma_destroy(struct pfs_xprt *x)
 
 	pfs_rdma_shutdown(x);
 	if (READ_ONCE(r->iface_down))
-		pfs_rdma_wait_settled(r);
-	pfs_rdma_teardown(r);
+		pfs_rdma_destroy_later(r);
+	else
+		pfs_rdma_teardown(r);
 }
 
 const struct pfs_xprt_ops pfs_rdma_ops = {

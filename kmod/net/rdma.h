@@ -94,6 +94,7 @@ struct pfs_rdma {
 	bool events_registered;
 	struct list_head live;		/* in the list the netdev watch walks */
 	bool iface_down;		/* its interface went down under it */
+	struct work_struct reap;	/* destroyed once that is down */
 
 	/*
 	 * fast registration, on a queue pair of its own that never transmits
@@ -102,6 +103,7 @@ struct pfs_rdma {
 	 */
 	struct ib_qp *reg_qp;
 	u32 reg_used, reg_max;
+	bool reg_ready;			/* in RTS: drained before it goes */
 	bool reg_dead;
 	u32 mr_pages;			/* pages one MR can map */
 	struct list_head orphans;	/* MRs whose completion may still come */
@@ -115,7 +117,9 @@ void pfs_rdma_stop(struct pfs_rdma *r, const char *why);
 /* rdma_link.c: the port and interface watch over a live connection. */
 void pfs_rdma_watch(struct pfs_rdma *r);
 void pfs_rdma_unwatch(struct pfs_rdma *r);
-void pfs_rdma_wait_settled(struct pfs_rdma *r);
+/* Tears r down once its interface is down (rdma_link.c says why). */
+void pfs_rdma_destroy_later(struct pfs_rdma *r);
+void pfs_rdma_teardown(struct pfs_rdma *r);
 
 /* rdma_bulk.c */
 int pfs_rdma_setup_reg_qp(struct pfs_rdma *r);

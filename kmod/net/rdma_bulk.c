@@ -107,9 +107,11 @@ int pfs_rdma_setup_reg_qp(struct pfs_rdma *r)
 		return err;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
-	return ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
-			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
-			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+	err = ib_modify_qp(r->reg_qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			   IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			   IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+	r->reg_ready = !err;
+	return err;
 }
 
 /* A registration or invalidation work request, once the queue has room. */

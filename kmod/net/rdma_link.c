@@ -10,6 +10,8 @@
 #include <linux/delay.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "net_int.h"
 #include "rdma.h"
@@ -120,18 +122,35 @@ bool pfs_rdma_iface_failing(const struct net *net, int ifindex)
 
 /*
  * A connection through an interface going down is destroyed once it is
- * down (at most a few seconds): destroying it sends a disconnect request,
- * which soft-RoCE would retry at once, forever, until the interface is
- * down, keeping it from ever getting there.
+ * down, in the background: destroying it sends a disconnect request, which
+ * soft-RoCE would retry at once, forever, while the interface goes down,
+ * keeping it from ever getting there (for as long as the disconnect is
+ * retried). The wait is bounded; module exit waits for these.
  */
-void pfs_rdma_wait_settled(struct pfs_rdma *r)
-{
-	const struct rdma_dev_addr *a = &r->id->route.addr.dev_addr;
-	int i;
+#define PFS_RDMA_SETTLE_MS	60000
 
-	for (i = 0; i < 100 && pfs_rdma_iface_state(a->net,
-						      a->bound_dev_if) == 1; i++)
+static atomic_t pfs_rdma_reaping = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(pfs_rdma_reaped);
+
+static void pfs_rdma_reap_work(struct work_struct *work)
+{
+	struct pfs_rdma *r = container_of(work, struct pfs_rdma, reap);
+	const struct rdma_dev_addr *a = &r->id->route.addr.dev_addr;
+	int waited;
+
+	for (waited = 0; waited < PFS_RDMA_SETTLE_MS &&
+	     pfs_rdma_iface_state(a->net, a->bound_dev_if) == 1; waited += 50)
 		msleep(50);
+	pfs_rdma_teardown(r);
+	if (atomic_dec_and_test(&pfs_rdma_reaping))
+		wake_up_all(&pfs_rdma_reaped);
+}
+
+void pfs_rdma_destroy_later(struct pfs_rdma *r)
+{
+	atomic_inc(&pfs_rdma_reaping);
+	INIT_WORK(&r->reap, pfs_rdma_reap_work);
+	queue_work(system_long_wq, &r->reap);
 }
 
 static int pfs_rdma_netdev_event(struct notifier_block *nb,
@@ -176,6 +195,8 @@ int pfs_rdma_init(void)
 
 void pfs_rdma_exit(void)
 {
+	/* They wait for the notifier to tell the interface is down. */
+	wait_event(pfs_rdma_reaped, !atomic_read(&pfs_rdma_reaping));
 	unregister_netdevice_notifier(&pfs_rdma_netdev_nb);
 }
 

@@ -76,7 +76,8 @@ class MountHelper(unittest.TestCase):
         r = run("127.0.0.1", "/mnt", "-f", env_conf=self.write_conf(text))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('"secret_file=/etc/pfs/auth.secret,timeout=30000,connect_timeout=5000,'
-                      'attr_ttl=1000,conns=2,cache=buffered")', mount_line(r.stdout))
+                      'attr_ttl=1000,conns=2,cache=buffered,transport=auto,rails=ib0:ib1")',
+                      mount_line(r.stdout))
 
     def test_config_option_beats_environment(self):
         env_conf = self.write_conf("mgmtd-port = 1111\n")
