@@ -88,9 +88,7 @@ if has pfs; then
 	# TCP against RDMA, on one soft-RoCE rail (bench-transport.sh). Apart
 	# from the comparison above: its default mount would use the rail.
 	step "PFS over TCP and over RDMA (soft-RoCE)"
-	setup_rails 1
-	PFS_STORAGE_DIRECT_IO=true PFS_META_CONF="trusted-clients = 127.0.0.0/8,10.88.0.0/16" \
-		PFS_SERVER_CONF="rdma-interfaces = $(rail_servers 1)" start_cluster 2 2
+	PFS_STORAGE_DIRECT_IO=true start_rdma_cluster 1
 	"$here/bench-transport.sh" /mnt/pfs "${PFS_TRANSPORT_MIB:-64}" 3
 	unload_module
 	stop_cluster

@@ -16,6 +16,8 @@
 #   pfs_ctl ARGS...              pfs-ctl for this cluster
 #   load_module [PARAMS...] / unload_module
 #   mount_pfs MOUNTPOINT [OPTIONS] / umount_pfs MOUNTPOINT
+#   setup_rails N; rail_down I; rail_up I; start_rdma_cluster N   soft-RoCE rails
+#   mount_stat TRANSPORT KEY; rail_stat RAIL KEY; kernel_mrs        RDMA counters
 #   dmesg_mark; dmesg_since MARK; expect_dmesg MARK ERE; check_dmesg_clean MARK
 #   wait_until DESCRIPTION COMMAND...   poll COMMAND until it succeeds
 #   fail MESSAGE; step MESSAGE
@@ -331,6 +333,28 @@ rail_up() {
 	local i=$1
 	ip link set "pfsr${i}c" up
 	ip route replace "10.88.$i.2" dev "pfsr${i}c" src "10.88.$i.1" table $((1000 + 2 * i))
+}
+
+# start_rdma_cluster N: N rails (setup_rails), then start_cluster 2 2 with
+# every server on them too and the rails' client addresses trusted.
+start_rdma_cluster() {
+	setup_rails "$1"
+	PFS_META_CONF="trusted-clients = 127.0.0.0/8,10.88.0.0/16" \
+		PFS_SERVER_CONF="rdma-interfaces = $(rail_servers "$1")" start_cluster 2 2
+}
+
+# A counter of pfs.ko's /proc/self/mountstats, from its "KIND NAME: key N
+# key N ..." lines: mount_stat tcp requests, rail_stat pfsr0c bytes.
+mountstats_field() {  # KIND NAME KEY
+	awk -v k="$1" -v n="$2:" -v f="$3" '$1 == k && $2 == n {
+		for (i = 3; i < NF; i += 2) if ($i == f) print $(i + 1) }' /proc/self/mountstats | tail -n 1
+}
+mount_stat() { mountstats_field transport "$1" "$2"; }
+rail_stat() { mountstats_field rail "$1" "$2"; }
+
+# Registrations of pfs.ko's own ("comm [pfs]"): memory servers could reach now.
+kernel_mrs() {
+	rdma res show mr 2> /dev/null | grep -c 'comm \[pfs\]' || true
 }
 
 # The server ends of N rails, for rdma-interfaces: pfsr0s,pfsr1s,...

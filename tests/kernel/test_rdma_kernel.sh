@@ -14,24 +14,12 @@ mnt=/mnt/pfs
 jobs=$PFS_SRC/tests/kernel/fio-verify.fio
 size=16M
 
-# A counter of the mount's transport line in /proc/self/mountstats.
-mount_stat() {  # TRANSPORT NAME
-	awk -v t="$1" -v n="$2" '$1 == "transport" && $2 == t ":" {
-		for (i = 3; i < NF; i += 2) if ($i == n) print $(i + 1) }' /proc/self/mountstats | tail -n 1
-}
-
 # The sum over the storage servers of one RDMA counter.
 storage_sum() {  # NAME
 	pfs_ctl stats server --json --interval 0.2 | python3 -c '
 import json, sys
 nodes = json.load(sys.stdin)["nodes"]
 print(sum(n["rdma"][sys.argv[1]] for n in nodes if n["type"] == "storage" and n["reachable"]))' "$1"
-}
-
-# Registrations of pfs.ko's own ("comm [pfs]") with remote access: the
-# memory servers could reach right now.
-kernel_mrs() {
-	rdma res show mr 2> /dev/null | grep -c 'comm \[pfs\]' || true
 }
 
 run_fio() {  # WHAT [FIO OPTIONS]
@@ -44,9 +32,7 @@ run_fio() {  # WHAT [FIO OPTIONS]
 }
 
 step "one soft-RoCE rail; servers on it and on TCP"
-setup_rails 1
-PFS_META_CONF="trusted-clients = 127.0.0.0/8,10.88.0.0/16" \
-	PFS_SERVER_CONF="rdma-interfaces = $(rail_servers 1)" start_cluster 2 2
+start_rdma_cluster 1
 pfs_ctl mkdir /rdma
 pfs_ctl entry set --num-targets 4 --chunk-size 64K /rdma
 mark=$(dmesg_mark)

@@ -11,30 +11,12 @@
 mnt=/mnt/pfs
 jobs=$PFS_SRC/tests/kernel/fio-verify.fio
 
-# A counter of a rail in /proc/self/mountstats ("rail NAME: state S requests
-# N bytes N errors N"): rail_stat pfsr0c bytes.
-rail_stat() {  # RAIL NAME
-	awk -v r="$1:" -v n="$2" '$1 == "rail" && $2 == r {
-		for (i = 3; i < NF; i += 2) if ($i == n) print $(i + 1) }' /proc/self/mountstats | tail -n 1
-}
-
-mount_stat() {  # TRANSPORT NAME
-	awk -v t="$1" -v n="$2" '$1 == "transport" && $2 == t ":" {
-		for (i = 3; i < NF; i += 2) if ($i == n) print $(i + 1) }' /proc/self/mountstats | tail -n 1
-}
-
-kernel_mrs() {
-	rdma res show mr 2> /dev/null | grep -c 'comm \[pfs\]' || true
-}
-
 show_rails() {
 	grep -E "^[[:space:]]+rail " /proc/self/mountstats
 }
 
 step "two soft-RoCE rails; servers on both and on TCP"
-setup_rails 2
-PFS_META_CONF="trusted-clients = 127.0.0.0/8,10.88.0.0/16" \
-	PFS_SERVER_CONF="rdma-interfaces = $(rail_servers 2)" start_cluster 2 2
+start_rdma_cluster 2
 pfs_ctl mkdir /mr
 pfs_ctl entry set --num-targets 4 --chunk-size 64K /mr
 mark=$(dmesg_mark)
