@@ -1,5 +1,6 @@
 #include "rpc_client.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -82,14 +83,8 @@ awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_once() {
     // miscompiles both.)
     Result<std::shared_ptr<Channel>> conn = Error{-EINVAL, ""};
     if (peer_.rdma) {
-        auto opened = co_await rdma::connect(ex_, peer_.host, peer_.port, config_.connect_timeout);
+        auto opened = co_await rdma::connect(ex_, peer_.host, peer_.port, config_.connect_timeout, peer_.source);
         conn = std::move(opened);
-        if (!conn && fallback_) {
-            log::warn("cannot connect over RDMA, using TCP",
-                      {{"peer", peer_.str()}, {"tcp", fallback_->str()}, {"reason", conn.error().message}});
-            auto tcp = co_await connect_tcp(*fallback_);
-            conn = std::move(tcp);
-        }
     } else {
         auto tcp = co_await connect_tcp(peer_);
         conn = std::move(tcp);
@@ -307,11 +302,9 @@ Result<TransportChoice> parse_transport(std::string_view text) {
 }
 
 ClientPool::ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
-                       ClientConfig config, std::optional<Endpoint> fallback) {
-    for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i) {
+                       ClientConfig config) {
+    for (size_t i = 0; i < std::max<size_t>(connections, 1); ++i)
         clients_->push_back(RpcClient::create(ex, peer, secret, config));
-        if (fallback) clients_->back()->fall_back_to(*fallback);
-    }
     // One connection that got through proves the peer is back: the others
     // stop failing fast with the error of an attempt made while it was down.
     // (Weakly: a caller may hold a client after the pool is gone.)
@@ -353,6 +346,14 @@ void ClientPool::on_notify(const std::function<void(const Frame&)>& fn) {
 
 void ClientPool::on_disconnected(const std::function<void()>& fn) {
     for (auto& c : *clients_) c->on_disconnected(fn);
+}
+
+bool ClientPool::connected() const {
+    return std::any_of(clients_->begin(), clients_->end(), [](const auto& c) { return c->connected(); });
+}
+
+void ClientPool::retry_now() {
+    for (auto& c : *clients_) c->retry_now();
 }
 
 void ClientPool::close() {

@@ -19,12 +19,19 @@
 
 namespace pfs {
 
+namespace rdma {
+class Rails;
+}
+
 struct Endpoint {
     std::string host;
     uint16_t port = 0;
     bool rdma = false;  // through rdma_cm to an RDMA interface's address, not TCP
+    std::string source{};  // RDMA: the local address (a rail's) to leave from; empty: routing chooses
 
-    std::string str() const { return host + ":" + std::to_string(port) + (rdma ? " (rdma)" : ""); }
+    std::string str() const {
+        return host + ":" + std::to_string(port) + (!rdma ? "" : source.empty() ? " (rdma)" : " (rdma from " + source + ")");
+    }
     auto operator<=>(const Endpoint&) const = default;
 };
 
@@ -64,6 +71,9 @@ struct ClientConfig {
     bool frame_mac = false;                // ask for frame MACs (servers may require them)
     std::shared_ptr<const ClientIdentities> identities{};  // for calls that carry a client id
     TransportChoice transport = TransportChoice::automatic;
+    // The local interfaces RDMA leaves by (libpfs: a path per server and
+    // rail); none: one RDMA path per server, wherever routing says.
+    std::shared_ptr<const rdma::Rails> rails{};
 };
 
 class RpcClient : public std::enable_shared_from_this<RpcClient> {
@@ -72,6 +82,10 @@ public:
                                              ClientConfig config = {});
     ~RpcClient();
 
+    // Connects unless connected (sharing an attempt under way); fails at
+    // once while backing off. A call after success sends on that
+    // connection unless it was lost meanwhile.
+    awaitable<Status> connect() { return ensure_connected(); }
     // Sends a request and waits for its reply (or the timeout: 0 = default).
     // client_id goes into the header: the client session it belongs to;
     // as: whom it acts for (uid, gid and groups; none: 0, 0); bulk: data
@@ -102,9 +116,6 @@ public:
         backoff_ = config_.backoff_min;
     }
     const Endpoint& peer() const { return peer_; }
-    // Where to connect when peer (over RDMA) cannot be reached: TCP, said
-    // in the log once per connection that takes it.
-    void fall_back_to(Endpoint tcp) { fallback_ = std::move(tcp); }
     // The transport of the live connection, if any ("tcp", "rdma").
     const char* transport() const { return conn_ ? conn_->transport() : ""; }
     void close();
@@ -124,7 +135,6 @@ private:
 
     asio::any_io_executor ex_;
     Endpoint peer_;
-    std::optional<Endpoint> fallback_;
     auth::Secret secret_;
     ClientConfig config_;
     std::shared_ptr<Channel> conn_;
@@ -152,7 +162,7 @@ awaitable<Result<Bytes>> call_ok(RpcClient& client, uint16_t type, Result<Bytes>
 class ClientPool {
 public:
     ClientPool(asio::any_io_executor ex, Endpoint peer, const auth::Secret& secret, size_t connections,
-               ClientConfig config = {}, std::optional<Endpoint> fallback = std::nullopt);
+               ClientConfig config = {});
     // Held by the caller for the duration of a call: the pool may go away.
     std::shared_ptr<RpcClient> pick();
     awaitable<Result<Reply>> call(uint16_t type, Bytes payload, std::chrono::milliseconds timeout = {});
@@ -160,6 +170,10 @@ public:
     void on_notify(const std::function<void(const Frame&)>& fn);
     // Any connection of the pool lost (RpcClient::on_disconnected).
     void on_disconnected(const std::function<void()>& fn);
+    // The next calls connect at once, whatever the back-off.
+    void retry_now();
+    // Some connection of the pool is up.
+    bool connected() const;
     void close();
 
 private:

@@ -43,7 +43,7 @@ void Cluster::close() {
     on_close_.clear();
     for (auto& fn : hooks) fn();
     mgmtd_->close();
-    for (auto& [id, pool] : pools_) pool->close();
+    for (auto& [id, paths] : paths_) paths->close();
 }
 
 awaitable<Status> Cluster::start() {
@@ -116,35 +116,31 @@ awaitable<Status> Cluster::fetch_map() {
     });
     if (!st) co_return st;
 
-    std::map<uint32_t, Endpoint> endpoints;
-    tcp_endpoints_.clear();
-    for (const auto& n : nodes) tcp_endpoints_[n.node_id] = Endpoint{n.host, n.port};
+    std::map<uint32_t, pfs_node_info> by_id;
     std::vector<pfs_node_info> meta_info;
     for (const auto& n : nodes) {
-        endpoints[n.node_id] = endpoint_of(n);
+        by_id[n.node_id] = n;
         if (n.node_type == PFS_NODE_META) meta_info.push_back(n);
     }
     std::sort(meta_info.begin(), meta_info.end(),
               [](const pfs_node_info& a, const pfs_node_info& b) { return a.node_id < b.node_id; });
     std::map<uint32_t, TargetRoute> routes;
     for (const auto& t : targets) {
-        auto ep = endpoints.find(t.node_id);
-        if (ep == endpoints.end()) continue;
-        routes[t.target_id] = TargetRoute{t.target_id, t.node_id, ep->second, t.reachability};
+        if (!by_id.count(t.node_id)) continue;
+        routes[t.target_id] = TargetRoute{t.target_id, t.node_id, t.reachability};
     }
-    // A server that moved gets fresh connections.
-    for (auto it = pool_endpoints_.begin(); it != pool_endpoints_.end();) {
-        auto now = endpoints.find(it->first);
-        if (now == endpoints.end() || now->second != it->second) {
-            if (auto pool = pools_.find(it->first); pool != pools_.end()) {
-                pool->second->close();
-                pools_.erase(pool);
-            }
-            it = pool_endpoints_.erase(it);
+    // A server that moved gets fresh connections (calls under way keep
+    // the old ones until they end).
+    for (auto it = paths_.begin(); it != paths_.end();) {
+        auto now = by_id.find(it->first);
+        if (now == by_id.end() || NodePaths::endpoints_of(now->second, config_) != it->second->endpoints()) {
+            it->second->close();
+            it = paths_.erase(it);
         } else {
             ++it;
         }
     }
+    nodes_ = std::move(by_id);
     routes_ = std::move(routes);
     meta_info_ = std::move(meta_info);
     targets_ = std::move(targets);
@@ -163,32 +159,80 @@ Result<TargetRoute> Cluster::route(uint32_t target_id) const {
 awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type, Bytes payload, Bulk bulk) {
     auto r = route(target_id);
     if (!r) co_return r.error();
-    auto client = pool_for(r->node_id, r->endpoint).pick();
-    co_return co_await client->call(type, std::move(payload), {}, 0, nullptr, bulk);
+    co_return co_await call_node(r->node_id, type, std::move(payload), 0, nullptr, bulk);
 }
 
-Endpoint Cluster::endpoint_of(const pfs_node_info& node) const {
-    Endpoint tcp{node.host, node.port};
-    if (config_.transport == TransportChoice::tcp) return tcp;
-    for (uint8_t i = 0; i < node.naddrs && i < PFS_NODE_ADDRS_MAX; ++i)
-        if (node.addrs[i].transport == PFS_TRANSPORT_RDMA) return Endpoint{node.addrs[i].addr, node.addrs[i].port, true};
-    return tcp;
+Result<std::shared_ptr<NodePaths>> Cluster::paths_to(uint32_t node_id) {
+    if (auto it = paths_.find(node_id); it != paths_.end()) return it->second;
+    auto node = nodes_.find(node_id);
+    if (node == nodes_.end()) return Error{PFS_E_UNKNOWN_NODE, "node " + std::to_string(node_id) + " is not in the map"};
+    auto paths = std::make_shared<NodePaths>(ex_, node->second, secret_, config_, connections_per_server_);
+    if (paths->size() == 0)
+        return Error{-EHOSTUNREACH, "server " + paths->name() + " offers no RDMA, and RDMA alone was asked for"};
+    paths->on_notify([this](const Frame& f) { deliver(f); });
+    paths->on_disconnected([this, node_id] {
+        for (auto& fn : on_disconnect_) fn(node_id);
+    });
+    paths_[node_id] = paths;
+    return paths;
 }
 
-ClientPool& Cluster::pool_for(uint32_t node_id, const Endpoint& ep) {
-    auto& pool = pools_[node_id];
-    if (!pool) {
-        // Where RDMA fails, TCP carries on unless RDMA was demanded.
-        std::optional<Endpoint> fallback;
-        if (ep.rdma && config_.transport == TransportChoice::automatic) fallback = tcp_endpoints_[node_id];
-        pool = std::make_unique<ClientPool>(ex_, ep, secret_, connections_per_server_, config_, fallback);
-        pool->on_notify([this](const Frame& f) { deliver(f); });
-        pool->on_disconnected([this, node_id] {
-            for (auto& fn : on_disconnect_) fn(node_id);
-        });
-        pool_endpoints_[node_id] = ep;
+namespace {
+
+// Requests that may run twice without harm (the kernel client resends the same).
+bool resendable(uint16_t type) { return type == PFS_MSG_CHUNK_READ || type == PFS_MSG_CHUNK_WRITE; }
+
+bool connection_lost(const Error& e) { return e.code == -ECONNRESET || e.code == -ECONNABORTED; }
+
+}  // namespace
+
+awaitable<Result<Reply>> Cluster::call_node(uint32_t node_id, uint16_t type, Bytes payload, uint64_t client_id,
+                                            const Credentials* as, Bulk bulk) {
+    constexpr int kMaxResends = 2;
+    const uint64_t bulk_bytes = bulk.data.size() + bulk.into.size();
+    Error last{-EHOSTUNREACH, "no way to the server"};
+    int resends = 0;
+    // Bounded: each pass either fails a path (which then sits out its
+    // back-off) or resends, at most kMaxResends times.
+    for (int pass = 0; pass < 8; ++pass) {
+        auto paths = paths_to(node_id);
+        if (!paths) co_return paths.error();
+        NodePaths::Path* path = (*paths)->choose();
+        if (!path)
+            co_return Error{-EHOSTUNREACH, "every RDMA path to " + (*paths)->name() + " is down: " + last.message};
+        // Counted from the choice on: calls choosing while this one
+        // connects see its load.
+        std::optional<NodePaths::Use> use(std::in_place, **paths, *path, bulk_bytes);
+        auto client = path->pool->pick();
+        if (path->rdma()) {
+            auto st = co_await client->connect();
+            if (!st) {
+                // Nothing was sent: any request may go another way.
+                (*paths)->failed(*path, st.error());
+                last = st.error();
+                continue;
+            }
+            (*paths)->connected(*path);
+        }
+        use->sent();
+        // The payload stays for a resend.
+        Bytes body = resendable(type) ? payload : std::move(payload);
+        auto reply = co_await client->call(type, std::move(body), {}, client_id, as, bulk);
+        use.reset();
+        if (reply || !path->rdma()) co_return reply;
+        const Error& e = reply.error();
+        const bool lost = connection_lost(e);
+        if (!lost && e.code != -ETIMEDOUT) co_return reply;
+        // A timeout on the only way is the server's, not the rail's.
+        if (!lost && !(*paths)->other_way(*path)) co_return reply;
+        (*paths)->failed(*path, e);
+        if (!resendable(type) || resends == kMaxResends) co_return reply;
+        ++resends;
+        last = e;
+        log::info("sending a chunk request again by another way",
+                  {{"server", (*paths)->name()}, {"type", pfs_msg_name(type)}, {"reason", e.message}});
     }
-    return *pool;
+    co_return last;
 }
 
 void Cluster::deliver(const Frame& frame) {
@@ -213,8 +257,7 @@ awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type
                            [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
     if (it == meta_info_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
-    auto client = pool_for(meta_node, endpoint_of(*it)).pick();
-    auto reply = co_await client->call(type, std::move(*payload), {}, client_id, as);
+    auto reply = co_await call_node(meta_node, type, std::move(*payload), client_id, as, {});
     if (!reply) co_return reply.error();
     if (session_epoch) *session_epoch = reply->session_epoch;
     if (reply->status != PFS_OK) co_return reply_error(*reply);

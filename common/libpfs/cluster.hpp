@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "node_paths.hpp"
 #include "rpc_client.hpp"
 
 namespace pfs::client {
@@ -13,7 +14,6 @@ namespace pfs::client {
 struct TargetRoute {
     uint32_t target_id = 0;
     uint32_t node_id = 0;
-    Endpoint endpoint;
     uint8_t reachability = PFS_REACH_OFFLINE;
 };
 
@@ -82,10 +82,14 @@ private:
     ClientConfig config_;
     size_t connections_per_server_;
     std::shared_ptr<RpcClient> mgmtd_;
-    ClientPool& pool_for(uint32_t node_id, const Endpoint& ep);
-    // Where to reach a node: over RDMA where it offers it and the config
-    // allows, else over TCP.
-    Endpoint endpoint_of(const pfs_node_info& node) const;
+    // The ways to a node in the map (created on first use).
+    Result<std::shared_ptr<NodePaths>> paths_to(uint32_t node_id);
+    // One request to a node by the path its NodePaths chooses: a request
+    // that could not be sent through an RDMA path goes by another; a chunk
+    // read or write whose RDMA connection was lost, or that timed out
+    // while another way is open, is sent again (at most twice).
+    awaitable<Result<Reply>> call_node(uint32_t node_id, uint16_t type, Bytes payload, uint64_t client_id,
+                                       const Credentials* as, Bulk bulk);
     void deliver(const Frame& frame);
 
     std::map<uint32_t, TargetRoute> routes_;
@@ -95,9 +99,8 @@ private:
     std::vector<std::function<void()>> on_close_;
     std::vector<std::function<void(uint32_t)>> on_disconnect_;
     std::map<uint64_t, NoticeFn> notices_;
-    std::map<uint32_t, std::unique_ptr<ClientPool>> pools_;  // by node id
-    std::map<uint32_t, Endpoint> pool_endpoints_;
-    std::map<uint32_t, Endpoint> tcp_endpoints_;  // by node id, as of the last refresh
+    std::map<uint32_t, pfs_node_info> nodes_;                // by node id, as of the last refresh
+    std::map<uint32_t, std::shared_ptr<NodePaths>> paths_;  // by node id
     uint64_t map_version_ = 0;
     uint64_t refreshes_ = 0;
     bool refreshing_ = false;

@@ -36,6 +36,8 @@ PFS_MGMTD=127.0.0.1:$PFS_MGMTD_PORT
 
 fail() {
 	echo "FAIL: $*" >&2
+	# A test may define what to show when it fails.
+	if declare -F pfs_on_fail > /dev/null; then pfs_on_fail >&2 || true; fi
 	exit 1
 }
 

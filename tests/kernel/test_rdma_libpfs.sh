@@ -6,12 +6,22 @@
 # by SEND; the memory the client lent for each request is taken back when
 # the request ends, also when a storage server dies under it; a client
 # told to use RDMA only fails clearly when no rail works, and one left to
-# choose falls back to TCP.
+# choose falls back to TCP. libpfs multirail (--rails): 4 concurrent copies
+# split over two rails; a rail that cannot connect backs off and is used
+# once it can, in the same process; a rail whose link goes down in the
+# middle of a copy leaves it whole, its requests resent on the other rail.
 . "$(dirname "$0")/lib.sh"
 
 # A field of the one-line JSON that pfs-ctl --transport-stats prints.
 field() {  # FILE NAME
 	grep -o "\"$2\":[0-9]*" "$1" | tail -n 1 | cut -d: -f2
+}
+
+# A counter of one rail in pfs-ctl --transport-stats' "rails" object.
+rail_field() {  # FILE RAIL NAME
+	python3 -c '
+import json, sys
+print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["rails"].get(sys.argv[2], {}).get(sys.argv[3], 0))' "$@"
 }
 
 # The sum over the storage servers of one RDMA counter (stats server --json).
@@ -57,6 +67,32 @@ pfs_ctl --transport tcp --transport-stats cp pfs:/wide/f /tmp/tcp.bin 2> /tmp/tc
 cmp /tmp/in.bin /tmp/tcp.bin || fail "the file read back over TCP differs"
 [ "$(field /tmp/tcp.stats rdma_connections)" -eq 0 ] || fail "--transport tcp used RDMA"
 
+step "libpfs multirail: 4 concurrent streams split over both rails"
+rails=pfsr0c,pfsr1c
+for i in 1 2 3 4; do
+	head -c $((16 << 20)) /dev/urandom > "/tmp/stream$i.bin"
+done
+pids=()
+for i in 1 2 3 4; do
+	pfs_ctl --rails $rails --transport rdma --transport-stats cp "/tmp/stream$i.bin" "pfs:/wide/s$i" \
+		2> "/tmp/stream$i.stats" &
+	pids+=($!)
+done
+for i in 1 2 3 4; do
+	wait "${pids[$((i - 1))]}" || fail "stream $i failed: $(cat "/tmp/stream$i.stats")"
+done
+total0=0 total1=0
+for i in 1 2 3 4; do
+	pfs_ctl --rails $rails --transport rdma cp "pfs:/wide/s$i" "/tmp/back$i.bin"
+	cmp "/tmp/stream$i.bin" "/tmp/back$i.bin" || fail "stream $i read back differs"
+	total0=$((total0 + $(rail_field "/tmp/stream$i.stats" pfsr0c bytes)))
+	total1=$((total1 + $(rail_field "/tmp/stream$i.stats" pfsr1c bytes)))
+	[ "$(field "/tmp/stream$i.stats" remote_regions_now)" -eq 0 ] || fail "memory still lent: $(cat "/tmp/stream$i.stats")"
+done
+echo "rail pfsr0c: $total0 bytes, rail pfsr1c: $total1 bytes"
+[ $((total0 * 100)) -ge $(((total0 + total1) * 30)) ] || fail "rail pfsr0c carried under 30% ($total0 of $((total0 + total1)))"
+[ $((total1 * 100)) -ge $(((total0 + total1) * 30)) ] || fail "rail pfsr1c carried under 30% ($total1 of $((total0 + total1)))"
+
 step "a storage server killed during RDMA I/O"
 head -c $((128 << 20)) /dev/urandom > /tmp/big.bin
 pfs_ctl --transport rdma --transport-stats --timeout-ms 3000 cp /tmp/big.bin pfs:/wide/big \
@@ -72,9 +108,57 @@ grep -q "pfs-ctl: " /tmp/kill.stats || fail "the failed cp says nothing: $(cat /
 pfs_start_daemon storage2 server/storage/pfs-storage
 wait_until "4 targets ONLINE again" pfs_all_online 4
 
-step "every rail down: RDMA only fails clearly, auto falls back to TCP"
+pfs_on_fail() {
+	local t
+	echo "--- pfs-ctl cp (pid $cp_pid) said:"
+	cat /tmp/rail.stats
+	for t in /proc/$cp_pid/task/*; do
+		[ -d "$t" ] && echo "$t: $(cat "$t/comm") $(cat "$t/wchan")"
+	done
+}
+
+# Rail 0 cannot reach the servers (its link stays up, every packet it sends
+# is lost): its connects fail, it backs off and is probed again; the way
+# opens in the middle of a copy.
+step "libpfs multirail: a rail that cannot connect backs off, and is used once it can"
+head -c $((160 << 20)) /dev/urandom > /tmp/rail.bin
+modprobe sch_netem
+tc qdisc add dev pfsr0c root netem loss 100%
+read_before=$(storage_sum read_bytes)
+PFS_LOG_LEVEL=info pfs_ctl --rails $rails --transport rdma --transport-stats cp /tmp/rail.bin pfs:/wide/rail \
+	2> /tmp/rail.stats &
+cp_pid=$!
+wait_until "the copy under way" eval '[ "$(storage_sum read_bytes)" -gt '"$((read_before + (24 << 20)))"' ]'
+tc qdisc del dev pfsr0c root
+echo "rail pfsr0c reachable after $(($(storage_sum read_bytes) - read_before)) bytes"
+wait "$cp_pid" || fail "the copy failed with a rail that could not connect"
+tail -n 1 /tmp/rail.stats
+grep -q "RDMA path backs off.*rdma from 10.88.0.1" /tmp/rail.stats || fail "rail pfsr0c did not back off"
+[ "$(rail_field /tmp/rail.stats pfsr0c errors)" -gt 0 ] || fail "rail pfsr0c shows no error"
+[ "$(rail_field /tmp/rail.stats pfsr0c bytes)" -gt 0 ] || fail "rail pfsr0c not used once it could connect"
+[ "$(rail_field /tmp/rail.stats pfsr1c bytes)" -gt 0 ] || fail "rail pfsr1c not used"
+
+step "libpfs multirail: a rail taken down in the middle of a copy"
+written_before=$(storage_sum write_bytes)
+PFS_LOG_LEVEL=info pfs_ctl --rails $rails --transport rdma --transport-stats cp pfs:/wide/rail /tmp/rail.back \
+	2> /tmp/rail.stats &
+cp_pid=$!
+wait_until "the copy out under way" eval '[ "$(storage_sum write_bytes)" -gt '"$((written_before + (24 << 20)))"' ]'
 rail_down 0
-rail_down 1
+echo "rail pfsr0c down after $(($(storage_sum write_bytes) - written_before)) bytes"
+wait "$cp_pid" || fail "the copy out failed with a rail taken down"
+tail -n 1 /tmp/rail.stats
+grep -q "interface pfsr0c is down" /tmp/rail.stats || fail "pfs-ctl did not see rail pfsr0c go down"
+[ "$(rail_field /tmp/rail.stats pfsr0c errors)" -gt 0 ] || fail "rail pfsr0c shows no error"
+[ "$(rail_field /tmp/rail.stats pfsr1c bytes)" -gt 0 ] || fail "rail pfsr1c not used"
+[ "$(field /tmp/rail.stats remote_regions_now)" -eq 0 ] || fail "memory still lent after the copy"
+cmp /tmp/rail.bin /tmp/rail.back || fail "the file read while a rail went down differs"
+unset -f pfs_on_fail
+unset PFS_LOG_LEVEL
+rm -f /tmp/rail.bin /tmp/rail.back /tmp/stream*.bin /tmp/back*.bin
+
+step "every rail down: RDMA only fails clearly, auto falls back to TCP"
+rail_down 1  # rail 0 is down already
 if pfs_ctl --transport rdma --timeout-ms 2000 cp pfs:/wide/f /tmp/none.bin 2> /tmp/none.err; then
 	fail "cp over RDMA worked with every rail down"
 fi

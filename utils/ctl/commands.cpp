@@ -37,6 +37,9 @@ const std::vector<Command>& all_commands() {
         {"stats", "server", "[--interval S] [--by-type]",
          "requests and MB/s read and written per server (per message type with --by-type)",
          {"interval", "by-type"}, 0, 0, stats_server},
+        {"stats", "client", "[MOUNTPOINT]",
+         "what this node's pfs.ko mounts moved, per RDMA rail (state, requests, bytes, errors) and per transport",
+         {}, 0, 1, stats_client},
         {"fsck", "", "--readonly | --repair",
          "check the namespace against the chunk files (--repair: then delete orphan chunks and empty orphan "
          "directories): exit 0 clean, 1 problems found, 2 could not check",

@@ -74,6 +74,7 @@ Result<std::string> copy(Context& ctx);
 Result<std::string> cat(Context& ctx);
 // stats_command.cpp, fsck_command.cpp
 Result<std::string> stats_server(Context& ctx);
+Result<std::string> stats_client(Context& ctx);  // stats_client.cpp
 Result<std::string> fsck(Context& ctx);
 
 }  // namespace pfs::ctl

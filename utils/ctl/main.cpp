@@ -2,6 +2,7 @@
 // pools and changes them, and works on the file system itself (entries,
 // stripe patterns, copies in and out); tables for people, --json for scripts.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "commands.hpp"
 #include "exit_status.hpp"
 #include "log.hpp"
+#include "rdma/rails.hpp"
 #include "rdma/verbs.hpp"
 
 using namespace pfs;
@@ -85,12 +87,18 @@ Status check_usage(const Command& cmd, const Options& options, size_t args) {
 }
 
 void print_transport_stats(std::FILE* out) {
-    std::fprintf(out, "{\"transport_stats\": %s}\n", rdma::counters_json().c_str());
+    std::fprintf(out, "{\"transport_stats\": %s, \"rails\": %s}\n", rdma::counters_json().c_str(),
+                 rdma::rail_counters_json().c_str());
 }
 
 int run(int argc, char** argv) {
     log::set_component("pfs-ctl");
     log::set_level(log::Level::warn);
+    // PFS_LOG_LEVEL=debug|info|warn|error: what libpfs says on stderr.
+    if (const char* env = std::getenv("PFS_LOG_LEVEL")) {
+        log::Level level;
+        if (log::parse_level(env, level)) log::set_level(level);
+    }
     Options options("pfs-ctl", kSummary);
     declare_options(options);
     auto outcome = options.parse(argc, argv);

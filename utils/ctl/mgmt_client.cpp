@@ -1,5 +1,7 @@
 #include "mgmt_client.hpp"
 
+#include "rdma/rails.hpp"
+
 #include "daemon.hpp"
 #include "exit_status.hpp"
 #include "sync_client.hpp"
@@ -41,6 +43,7 @@ ClientConfig ClientSettings::client_config() const {
     // fsck need it), else what the file proves.
     config.role = secret.strongest();
     config.transport = transport;
+    config.rails = rails;
     return config;
 }
 
@@ -59,7 +62,12 @@ Result<ClientSettings> load_settings(const Options& options) {
     }
     auto transport = parse_transport(options.get<std::string>("transport"));
     if (!transport) return usage_error("--transport: " + transport.error().message);
-    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms), *transport};
+    auto rails = rdma::Rails::parse(options.get<std::string>("rails"));
+    if (!rails) return usage_error("--rails: " + rails.error().message);
+    if (!(*rails)->empty() && *transport == TransportChoice::tcp)
+        return usage_error("--rails names RDMA interfaces, and --transport tcp uses none");
+    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms), *transport,
+                          std::move(*rails)};
 }
 
 Error mgmtd_no_answer(const Error& e, const std::string& at, milliseconds timeout, bool was_connected) {
@@ -95,8 +103,11 @@ void MgmtClient::add_options(Options& options) {
          "give up on connecting or on an answer after this long")
         ("transport", po::value<std::string>()->default_value("auto")->value_name("auto|tcp|rdma"),
          "to the servers: RDMA where they offer it (falling back to TCP), TCP only, or RDMA only")
+        ("rails", po::value<std::string>()->default_value("")->value_name("IF[,IF...]"),
+         "the local RDMA interfaces to use: each request to a server goes by the least loaded one that reaches "
+         "it (same subnet), a failed one is left alone for a while (default: one way, wherever routing says)")
         ("transport-stats", po::bool_switch(),
-         "print what this run moved over RDMA and how (JSON, on stderr) when it ends");
+         "print what this run moved over RDMA and how, per rail too (JSON, on stderr) when it ends");
 }
 
 Result<std::unique_ptr<MgmtClient>> MgmtClient::open(const Options& options) {

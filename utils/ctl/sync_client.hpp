@@ -25,6 +25,7 @@ struct ClientSettings {
     auth::Secret secret;
     std::chrono::milliseconds timeout{5000};
     TransportChoice transport = TransportChoice::automatic;
+    std::shared_ptr<const rdma::Rails> rails{};
 
     ClientConfig client_config() const;
 };

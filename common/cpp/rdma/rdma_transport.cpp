@@ -11,6 +11,7 @@
 #include <map>
 
 #include "log.hpp"
+#include "rdma/rails.hpp"
 
 namespace pfs::rdma {
 namespace {
@@ -84,11 +85,18 @@ rdma_conn_param conn_param(const std::array<uint8_t, kHelloSize>& hello) {
 Params default_params() { return Params{16, 16384}; }
 
 awaitable<Result<std::shared_ptr<Channel>>> connect(asio::any_io_executor ex, const std::string& host, uint16_t port,
-                                                    std::chrono::milliseconds timeout) {
-    const std::string where = host + ":" + std::to_string(port) + " (rdma)";
+                                                    std::chrono::milliseconds timeout, const std::string& source) {
+    const std::string where =
+        host + ":" + std::to_string(port) + (source.empty() ? " (rdma)" : " (rdma from " + source + ")");
     auto fail = [&where](const Error& e) { return Error{e.code, "cannot connect to " + where + ": " + e.message}; };
     auto addr = resolve(host, port);
     if (!addr) co_return addr.error();
+    std::optional<sockaddr_storage> src;
+    if (!source.empty()) {
+        auto from = resolve(source, 0);
+        if (!from) co_return fail(from.error());
+        src = *from;
+    }
     auto events = make_event_channel();
     if (!events) co_return fail(events.error());
     if (auto st = nonblocking((*events)->fd); !st) co_return fail(st.error());
@@ -104,7 +112,8 @@ awaitable<Result<std::shared_ptr<Channel>>> connect(asio::any_io_executor ex, co
         }
     } release{fd};
 
-    if (rdma_resolve_addr(id.get(), nullptr, reinterpret_cast<sockaddr*>(&*addr), ms))
+    if (rdma_resolve_addr(id.get(), src ? reinterpret_cast<sockaddr*>(&*src) : nullptr,
+                          reinterpret_cast<sockaddr*>(&*addr), ms))
         co_return fail(verbs_error("rdma_resolve_addr"));
     auto ev = co_await next_event(fd, events->get(), timeout);
     if (!ev) co_return fail(ev.error());
@@ -239,16 +248,9 @@ void Listener::on_request(rdma_cm_id* raw, const void* private_data, size_t len)
 // ---- interfaces ----
 
 Result<std::vector<std::string>> interface_addresses(const std::vector<std::string>& names) {
-    std::map<std::string, std::string> ipv4;  // netdev -> first IPv4 address
-    ifaddrs* list = nullptr;
-    if (::getifaddrs(&list) != 0) return Error{-errno, std::string("getifaddrs: ") + std::strerror(errno)};
-    for (ifaddrs* i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || ipv4.count(i->ifa_name)) continue;
-        char buf[INET_ADDRSTRLEN];
-        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-        ipv4[i->ifa_name] = buf;
-    }
-    ::freeifaddrs(list);
+    auto interfaces = ipv4_interfaces();
+    if (!interfaces) return interfaces.error();
+    const auto& ipv4 = *interfaces;
 
     std::vector<std::string> wanted = names;
     if (names.size() == 1 && names[0] == "auto") {
@@ -281,7 +283,7 @@ Result<std::vector<std::string>> interface_addresses(const std::vector<std::stri
             if (names.size() == 1 && names[0] == "auto") continue;
             return Error{-EADDRNOTAVAIL, "RDMA interface '" + name + "' has no IPv4 address"};
         }
-        out.push_back(it->second);
+        out.push_back(it->second.address);
     }
     return out;
 }

@@ -19,8 +19,11 @@ namespace pfs::rdma {
 // What this process proposes (clients) or accepts at most (servers).
 Params default_params();
 
+// source: the local address (a rail's) the connection leaves from; empty:
+// wherever routing says.
 awaitable<Result<std::shared_ptr<Channel>>> connect(asio::any_io_executor ex, const std::string& host, uint16_t port,
-                                                    std::chrono::milliseconds timeout);
+                                                    std::chrono::milliseconds timeout,
+                                                    const std::string& source = {});
 
 class Listener {
 public:

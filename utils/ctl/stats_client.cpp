@@ -1,0 +1,72 @@
+// stats client: what pfs.ko's mounts on this node moved, per rail and per
+// transport (from /proc/self/mountstats; $PFS_MOUNTSTATS names another
+// file), and what this pfs-ctl run moved with --transport-stats.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "exit_status.hpp"
+#include "mountstats.hpp"
+#include "table.hpp"
+
+namespace pfs::ctl {
+namespace {
+
+uint64_t value_of(const MountCounters& c, const char* key) {
+    auto it = c.values.find(key);
+    return it == c.values.end() ? 0 : it->second;
+}
+
+std::string render_json(const std::vector<PfsMount>& mounts) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& m : mounts) {
+        nlohmann::json rails = nlohmann::json::object(), transports = nlohmann::json::object();
+        for (const auto& c : m.counters) {
+            nlohmann::json j(c.values);
+            if (!c.state.empty()) j["state"] = c.state;
+            (c.kind == "rail" ? rails : transports)[c.name] = j;
+        }
+        out.push_back({{"device", m.device}, {"mount_point", m.mount_point}, {"rails", rails},
+                       {"transports", transports}});
+    }
+    return nlohmann::json{{"mounts", out}}.dump(2) + "\n";
+}
+
+std::string render_table(const std::vector<PfsMount>& mounts) {
+    Table table({{"MOUNT"}, {"PATH"}, {"STATE"}, {"REQUESTS", Align::right}, {"BYTES", Align::right},
+                 {"ERRORS", Align::right}, {"CONNS", Align::right}});
+    for (const auto& m : mounts) {
+        for (const auto& c : m.counters) {
+            const bool rail = c.kind == "rail";
+            const uint64_t bytes = rail ? value_of(c, "bytes") : value_of(c, "bulk_sent") + value_of(c, "bulk_received");
+            table.add_row({m.mount_point, (rail ? "rail " : "") + c.name, rail ? c.state : "-",
+                           std::to_string(value_of(c, "requests")), format_bytes(bytes),
+                           rail ? std::to_string(value_of(c, "errors")) : "-",
+                           rail ? "-" : std::to_string(value_of(c, "conns"))});
+        }
+    }
+    if (mounts.empty()) return "no pfs mount on this node\n";
+    return table.render();
+}
+
+}  // namespace
+
+Result<std::string> stats_client(Context& ctx) {
+    const char* env = std::getenv("PFS_MOUNTSTATS");
+    const std::string file = env && *env ? env : "/proc/self/mountstats";
+    std::ifstream in(file);
+    if (!in) return unreachable("cannot read " + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto mounts = parse_mountstats(text.str());
+    if (!ctx.args.empty()) {
+        std::erase_if(mounts, [&](const PfsMount& m) { return m.mount_point != ctx.args[0]; });
+        if (mounts.empty()) return refused(ctx.args[0] + " is not a pfs mount point");
+    }
+    return ctx.json ? render_json(mounts) : render_table(mounts);
+}
+
+}  // namespace pfs::ctl
