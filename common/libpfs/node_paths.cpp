@@ -118,13 +118,11 @@ NodePaths::Path* NodePaths::choose() {
     }
     auto chosen = choose_path(views);
     Path* p = chosen ? &paths_[*chosen] : nullptr;
-    const bool was_tcp = over_tcp_;
-    over_tcp_ = any_rdma && p && !p->rdma();
-    // Said once each way, not per request.
-    if (over_tcp_ && !was_tcp)
+    // Said once each way, not per request (nor per probe of a rail).
+    if (any_rdma && p && !p->rdma() && !over_tcp_) {
+        over_tcp_ = true;
         log::warn("every RDMA rail is down: over TCP meanwhile", {{"server", name_}});
-    else if (was_tcp && p && p->rdma())
-        log::info("back on RDMA", {{"server", name_}});
+    }
     // Its back-off is over: the connections try at once, not after their own.
     if (p && p->rdma() && p->backoff.count() > 0 && p->retry_at != Clock::time_point{}) {
         p->retry_at = {};
@@ -143,6 +141,10 @@ bool NodePaths::other_way(const Path& p) {
 }
 
 void NodePaths::connected(Path& p) {
+    if (over_tcp_) {
+        over_tcp_ = false;
+        log::info("back on RDMA", {{"server", name_}, {"path", p.endpoint.str()}});
+    }
     p.backoff = std::chrono::milliseconds(0);
     if (p.rail >= 0) (*rails_)[static_cast<size_t>(p.rail)].counters->down = false;
 }

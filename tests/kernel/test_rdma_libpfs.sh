@@ -117,6 +117,29 @@ pfs_on_fail() {
 	done
 }
 
+# rail_copy COUNTER ACTION SRC DST: pfs-ctl cp SRC DST over both rails in
+# the background; once the storage servers' RDMA COUNTER grew by 24 MiB,
+# ACTION; the copy must then finish. What it said (back-offs and resends,
+# then --transport-stats) is in /tmp/rail.stats.
+rail_copy() {
+	local counter=$1 action=$2 before
+	before=$(storage_sum "$counter")
+	(
+		export PFS_LOG_LEVEL=info
+		exec "$PFS_BUILD/utils/ctl/pfs-ctl" --config "$PFS_CLUSTER_DIR/etc/ctl.conf" \
+			--rails $rails --transport rdma --transport-stats cp "$3" "$4" 2> /tmp/rail.stats
+	) &
+	cp_pid=$!
+	wait_until "the copy under way" eval '[ "$(storage_sum '"$counter"')" -gt '"$((before + (24 << 20)))"' ]'
+	$action
+	echo "$action: after $(($(storage_sum "$counter") - before)) bytes"
+	wait "$cp_pid" || fail "the copy failed around '$action'"
+	tail -n 1 /tmp/rail.stats
+	[ "$(rail_field /tmp/rail.stats pfsr0c errors)" -gt 0 ] || fail "rail pfsr0c shows no error"
+	[ "$(rail_field /tmp/rail.stats pfsr1c bytes)" -gt 0 ] || fail "rail pfsr1c not used"
+	[ "$(field /tmp/rail.stats remote_regions_now)" -eq 0 ] || fail "memory still lent after the copy"
+}
+
 # Rail 0 cannot reach the servers (its link stays up, every packet it sends
 # is lost): its connects fail, it backs off and is probed again; the way
 # opens in the middle of a copy.
@@ -124,37 +147,15 @@ step "libpfs multirail: a rail that cannot connect backs off, and is used once i
 head -c $((160 << 20)) /dev/urandom > /tmp/rail.bin
 modprobe sch_netem
 tc qdisc add dev pfsr0c root netem loss 100%
-read_before=$(storage_sum read_bytes)
-PFS_LOG_LEVEL=info pfs_ctl --rails $rails --transport rdma --transport-stats cp /tmp/rail.bin pfs:/wide/rail \
-	2> /tmp/rail.stats &
-cp_pid=$!
-wait_until "the copy under way" eval '[ "$(storage_sum read_bytes)" -gt '"$((read_before + (24 << 20)))"' ]'
-tc qdisc del dev pfsr0c root
-echo "rail pfsr0c reachable after $(($(storage_sum read_bytes) - read_before)) bytes"
-wait "$cp_pid" || fail "the copy failed with a rail that could not connect"
-tail -n 1 /tmp/rail.stats
+rail_copy read_bytes "tc qdisc del dev pfsr0c root" /tmp/rail.bin pfs:/wide/rail
 grep -q "RDMA path backs off.*rdma from 10.88.0.1" /tmp/rail.stats || fail "rail pfsr0c did not back off"
-[ "$(rail_field /tmp/rail.stats pfsr0c errors)" -gt 0 ] || fail "rail pfsr0c shows no error"
 [ "$(rail_field /tmp/rail.stats pfsr0c bytes)" -gt 0 ] || fail "rail pfsr0c not used once it could connect"
-[ "$(rail_field /tmp/rail.stats pfsr1c bytes)" -gt 0 ] || fail "rail pfsr1c not used"
 
 step "libpfs multirail: a rail taken down in the middle of a copy"
-written_before=$(storage_sum write_bytes)
-PFS_LOG_LEVEL=info pfs_ctl --rails $rails --transport rdma --transport-stats cp pfs:/wide/rail /tmp/rail.back \
-	2> /tmp/rail.stats &
-cp_pid=$!
-wait_until "the copy out under way" eval '[ "$(storage_sum write_bytes)" -gt '"$((written_before + (24 << 20)))"' ]'
-rail_down 0
-echo "rail pfsr0c down after $(($(storage_sum write_bytes) - written_before)) bytes"
-wait "$cp_pid" || fail "the copy out failed with a rail taken down"
-tail -n 1 /tmp/rail.stats
+rail_copy write_bytes "rail_down 0" pfs:/wide/rail /tmp/rail.back
 grep -q "interface pfsr0c is down" /tmp/rail.stats || fail "pfs-ctl did not see rail pfsr0c go down"
-[ "$(rail_field /tmp/rail.stats pfsr0c errors)" -gt 0 ] || fail "rail pfsr0c shows no error"
-[ "$(rail_field /tmp/rail.stats pfsr1c bytes)" -gt 0 ] || fail "rail pfsr1c not used"
-[ "$(field /tmp/rail.stats remote_regions_now)" -eq 0 ] || fail "memory still lent after the copy"
 cmp /tmp/rail.bin /tmp/rail.back || fail "the file read while a rail went down differs"
 unset -f pfs_on_fail
-unset PFS_LOG_LEVEL
 rm -f /tmp/rail.bin /tmp/rail.back /tmp/stream*.bin /tmp/back*.bin
 
 step "every rail down: RDMA only fails clearly, auto falls back to TCP"

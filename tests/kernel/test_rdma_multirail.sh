@@ -36,6 +36,16 @@ echo "rail pfsr0c: $b0 bytes ($((100 * b0 / total))%), rail pfsr1c: $b1 bytes ($
 [ "$total" -ge $((4 * 2 * (16 << 20))) ] || fail "the rails carried $total bytes of 4 x 16 MiB written and read"
 [ $((100 * b0)) -ge $((30 * total)) ] || fail "rail pfsr0c carried less than 30% of the bytes"
 [ $((100 * b1)) -ge $((30 * total)) ] || fail "rail pfsr1c carried less than 30% of the bytes"
+# pfs-ctl stats client shows the same counters.
+pfs_ctl stats client "$mnt"
+pfs_ctl stats client --json "$mnt" > /tmp/client.json
+python3 - "$b0" "$b1" <<'PY' || fail "pfs-ctl stats client disagrees with mountstats: $(cat /tmp/client.json)"
+import json, sys
+m = json.load(open("/tmp/client.json"))["mounts"][0]
+b0, b1 = int(sys.argv[1]), int(sys.argv[2])
+assert m["rails"]["pfsr0c"]["bytes"] >= b0 and m["rails"]["pfsr1c"]["bytes"] >= b1, m
+assert m["rails"]["pfsr0c"]["state"] == "up" and m["transports"]["rdma"]["requests"] > 0, m
+PY
 
 step "rail pfsr0c down in the middle of a fio verify run"
 errors0=$(rail_stat pfsr0c errors)
