@@ -39,6 +39,7 @@ Cluster::Cluster(asio::any_io_executor ex, Endpoint mgmtd, auth::Secret secret, 
 Cluster::~Cluster() { close(); }
 
 void Cluster::close() {
+    *alive_ = false;
     auto hooks = std::move(on_close_);
     on_close_.clear();
     for (auto& fn : hooks) fn();
@@ -189,6 +190,8 @@ bool connection_lost(const Error& e) { return e.code == -ECONNRESET || e.code ==
 awaitable<Result<Reply>> Cluster::call_node(uint32_t node_id, uint16_t type, Bytes payload, uint64_t client_id,
                                             const Credentials* as, Bulk bulk) {
     constexpr int kMaxResends = 2;
+    // Touched after each co_await before anything of this cluster's.
+    const std::shared_ptr<bool> alive = alive_;
     const uint64_t bulk_bytes = bulk.data.size() + bulk.into.size();
     Error last{-EHOSTUNREACH, "no way to the server"};
     int resends = 0;
@@ -205,20 +208,26 @@ awaitable<Result<Reply>> Cluster::call_node(uint32_t node_id, uint16_t type, Byt
         std::optional<NodePaths::Use> use(std::in_place, **paths, *path, bulk_bytes);
         auto client = path->pool->pick();
         if (path->rdma()) {
+            const uint64_t connects = client->connects();
             auto st = co_await client->connect();
+            if (!*alive) co_return Error{-ECONNABORTED, "client closed"};
             if (!st) {
-                // Nothing was sent: any request may go another way.
+                // Nothing was sent: any request may go another way; on
+                // the only one, the error is the answer.
+                if (!(*paths)->other_way(*path)) co_return st.error();
                 (*paths)->failed(*path, st.error());
                 last = st.error();
                 continue;
             }
-            (*paths)->connected(*path);
+            (*paths)->connected(*path, client->connects() != connects);
         }
         use->sent();
         // The payload stays for a resend.
         Bytes body = resendable(type) ? payload : std::move(payload);
         auto reply = co_await client->call(type, std::move(body), {}, client_id, as, bulk);
         use.reset();
+        if (!*alive) co_return reply;  // the cluster is closed: nothing to resend through
+        if (reply && path->rdma()) (*paths)->answered(*path);
         if (reply || !path->rdma()) co_return reply;
         const Error& e = reply.error();
         const bool lost = connection_lost(e);
@@ -229,7 +238,7 @@ awaitable<Result<Reply>> Cluster::call_node(uint32_t node_id, uint16_t type, Byt
         if (!resendable(type) || resends == kMaxResends) co_return reply;
         ++resends;
         last = e;
-        log::info("sending a chunk request again by another way",
+        log::debug("sending a chunk request again by another way",
                   {{"server", (*paths)->name()}, {"type", pfs_msg_name(type)}, {"reason", e.message}});
     }
     co_return last;

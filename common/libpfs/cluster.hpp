@@ -112,6 +112,9 @@ private:
     uint64_t last_ended_ = 0;
     Status last_status_ = ok_status();
     asio::steady_timer refresh_ended_;
+    // False once closed (and before the cluster goes away): calls under way
+    // stop there instead of resending through it.
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace pfs::client

@@ -47,12 +47,13 @@ std::vector<Endpoint> NodePaths::endpoints_of(const pfs_node_info& node, const C
         if (rails && !rails->empty()) {
             // A path per rail, to the node's first address on its subnet.
             for (size_t r = 0; r < rails->size(); ++r) {
-                auto on = std::find_if(rdma.begin(), rdma.end(), [&](const auto& a) { return rails->rail_to(a.first) == r; });
+                auto on = std::find_if(rdma.begin(), rdma.end(), [&](const auto& a) { return rails->reaches(r, a.first); });
                 if (on != rdma.end()) out.push_back(Endpoint{on->first, on->second, true, (*rails)[r].address});
             }
         }
-        // No rail reaches it: where routing says, to its first address.
-        if (out.empty() && !rdma.empty()) out.push_back(Endpoint{rdma.front().first, rdma.front().second, true});
+        // No rails, or none reaches it: a path per address, where routing says.
+        if (out.empty())
+            for (const auto& [addr, port] : rdma) out.push_back(Endpoint{addr, port, true});
     }
     if (config.transport != TransportChoice::rdma) out.push_back(Endpoint{node.host, node.port});
     return out;
@@ -62,6 +63,7 @@ NodePaths::NodePaths(asio::any_io_executor ex, const pfs_node_info& node, const 
                      const ClientConfig& config, size_t connections)
     : name_(std::string(node.alias) + " (node " + std::to_string(node.node_id) + ")"),
       rails_(config.rails),
+      probe_time_(config.connect_timeout + std::chrono::milliseconds(500)),
       endpoints_(endpoints_of(node, config)) {
     for (const auto& ep : endpoints_) {
         Path p;
@@ -123,9 +125,12 @@ NodePaths::Path* NodePaths::choose() {
         over_tcp_ = true;
         log::warn("every RDMA rail is down: over TCP meanwhile", {{"server", name_}});
     }
-    // Its back-off is over: the connections try at once, not after their own.
-    if (p && p->rdma() && p->backoff.count() > 0 && p->retry_at != Clock::time_point{}) {
-        p->retry_at = {};
+    // Its back-off is over: this request probes it (the connections try at
+    // once, not after their own back-off) while the others keep away
+    // until the probe connects or fails.
+    if (p && p->rdma() && p->backoff.count() > 0 && !p->probing && p->retry_at != Clock::time_point{}) {
+        p->probing = true;
+        p->retry_at = now + probe_time_;
         p->pool->retry_now();
     }
     return p;
@@ -140,7 +145,10 @@ bool NodePaths::other_way(const Path& p) {
     return false;
 }
 
-void NodePaths::connected(Path& p) {
+void NodePaths::connected(Path& p, bool new_connection) {
+    p.probing = false;
+    p.retry_at = {};
+    if (!new_connection) return;
     if (over_tcp_) {
         over_tcp_ = false;
         log::info("back on RDMA", {{"server", name_}, {"path", p.endpoint.str()}});
@@ -149,19 +157,29 @@ void NodePaths::connected(Path& p) {
     if (p.rail >= 0) (*rails_)[static_cast<size_t>(p.rail)].counters->down = false;
 }
 
+void NodePaths::answered(Path& p) {
+    p.backoff = std::chrono::milliseconds(0);
+    if (p.rail >= 0) (*rails_)[static_cast<size_t>(p.rail)].counters->down = false;
+}
+
 void NodePaths::failed(Path& p, const Error& why) {
     if (!p.rdma()) return;  // TCP connections back off by themselves
     const auto now = Clock::now();
     // The requests in flight when a path fails all fail together: one
-    // failure event doubles the back-off once.
-    if (now < p.retry_at) return;
-    p.backoff = next_backoff(p.backoff);
-    p.retry_at = now + p.backoff;
+    // failure event doubles the back-off once; a failed probe is an event
+    // of its own.
+    if (now < p.retry_at && !p.probing) return;
+    p.probing = false;
     if (p.rail >= 0) {
         rdma::RailCounters& c = *(*rails_)[static_cast<size_t>(p.rail)].counters;
         ++c.errors;
         c.down = true;
     }
+    // The only way to the server: its connections' own back-off (and the
+    // reconnect of the next call) serve better than leaving it alone.
+    if (!other_way(p)) return;
+    p.backoff = next_backoff(p.backoff);
+    p.retry_at = now + p.backoff;
     log::info("RDMA path backs off",
               {{"server", name_}, {"path", p.endpoint.str()}, {"ms", std::to_string(p.backoff.count())},
                {"reason", why.message}});

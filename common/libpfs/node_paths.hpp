@@ -50,6 +50,7 @@ public:
         std::unique_ptr<ClientPool> pool;
         std::chrono::steady_clock::time_point retry_at{};
         std::chrono::milliseconds backoff{0};
+        bool probing = false;  // one request is trying it after its back-off
         // Load of a path that has no rail (a rail counts its own).
         uint64_t bulk_in_flight = 0;
         uint32_t requests_in_flight = 0;
@@ -75,9 +76,13 @@ public:
     Path* choose();
     // Another way than p is open: a usable RDMA path, or TCP.
     bool other_way(const Path& p);
-    // A connect through p succeeded: its back-off starts over.
-    void connected(Path& p);
-    // p failed to connect, lost its connection or timed out: it backs off.
+    // A connect through p succeeded (new_connection: it made one): usable
+    // again; a new connection starts its back-off over.
+    void connected(Path& p, bool new_connection);
+    // A request through p was answered: its back-off starts over.
+    void answered(Path& p);
+    // p failed to connect, lost its connection or timed out: it backs off,
+    // unless it is the only way to the server.
     void failed(Path& p, const Error& why);
 
     // A request under way on a path: its load from the choice until it
@@ -108,6 +113,7 @@ private:
 
     std::string name_;
     std::shared_ptr<const rdma::Rails> rails_;
+    std::chrono::milliseconds probe_time_;  // how long others keep away from a path being probed
     std::vector<Endpoint> endpoints_;
     std::vector<Path> paths_;
     bool over_tcp_ = false;

@@ -14,7 +14,7 @@ TEST_CASE("ctl mountstats: pfs mounts with their rail and transport counters, ot
         "\trail pfsr0c: state up requests 12 bytes 4096 errors 0\n"
         "\trail pfsr1c: state down requests 3 bytes 100 errors 2\n"
         "\ttransport tcp: conns 2 requests 40 bulk_sent 0 bulk_received 0 registrations 0 registered_now 0\n"
-        "\ttransport rdma: conns 4 requests 15 bulk_sent 3000 bulk_received 1196 registrations 9 registered_now 0\n"
+        "\ttransport rdma: conns 4 requests 15 bulk_sent 3000 bulk_received 1196 registrations 9 registered_now -1\n"
         "device nfs:/x mounted on /n with fstype nfs4 statvers=1.1\n"
         "\ttransport tcp: conns 9\n"
         "device h:8008 mounted on /p2 with fstype pfs\n"
@@ -30,6 +30,7 @@ TEST_CASE("ctl mountstats: pfs mounts with their rail and transport counters, ot
     CHECK(mounts[0].counters[1].values.at("errors") == 2);
     CHECK(mounts[0].counters[3].name == "rdma");
     CHECK(mounts[0].counters[3].values.at("bulk_received") == 1196);
+    CHECK(mounts[0].counters[3].values.at("registered_now") == -1);
     CHECK(mounts[1].mount_point == "/p2");
     CHECK(mounts[1].counters.empty());  // the malformed line is skipped
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "node_paths.hpp"
+#include "asio.hpp"
 #include "rdma/rails.hpp"
 
 using namespace pfs;
@@ -115,4 +116,89 @@ TEST_CASE("a path per rail to the server's address on the rail's subnet, TCP whe
     eps = NodePaths::endpoints_of(node_with({"127.0.0.2"}), config);
     REQUIRE(eps.size() == 1);
     CHECK_FALSE(eps[0].rdma);
+}
+
+namespace {
+
+struct PathsFixture {
+    asio::io_context io;
+    auth::Secret secret = auth::Secret::from_bytes(std::vector<uint8_t>(32, 7));
+
+    std::unique_ptr<NodePaths> make(std::initializer_list<const char*> rdma_addrs, TransportChoice transport) {
+        ClientConfig config;
+        config.transport = transport;
+        return std::make_unique<NodePaths>(io.get_executor(), node_with(rdma_addrs), secret, config, 1);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("without rails: a path per RDMA address, each request on the least loaded", "[rails]") {
+    PathsFixture f;
+    auto paths = f.make({"192.0.2.1", "192.0.2.2"}, TransportChoice::rdma);
+    REQUIRE(paths->size() == 2);
+    NodePaths::Path* a = paths->choose();
+    REQUIRE(a);
+    {
+        NodePaths::Use big(*paths, *a, 1 << 20);
+        NodePaths::Path* b = paths->choose();
+        REQUIRE(b);
+        CHECK(b != a);
+        NodePaths::Use small(*paths, *b, 4096);
+        CHECK(paths->choose() == b);  // fewer bytes in flight
+    }
+    CHECK(paths->choose() == a);  // both idle again: the load went with the requests
+}
+
+TEST_CASE("a failed path backs off once per failure event and is probed by one request after", "[rails]") {
+    PathsFixture f;
+    auto paths = f.make({"192.0.2.1", "192.0.2.2"}, TransportChoice::rdma);
+    NodePaths::Path* a = paths->choose();
+    REQUIRE(a);
+    // Three requests in flight on it fail together: one doubling.
+    for (int i = 0; i < 3; ++i) paths->failed(*a, Error{-ECONNRESET, "lost"});
+    CHECK(a->backoff == 1000ms);
+    NodePaths::Path* b = paths->choose();
+    REQUIRE(b);
+    CHECK(b != a);
+    CHECK(paths->other_way(*b) == false);  // a sits out its back-off
+
+    // Its back-off over: one request probes it, the others keep away.
+    a->retry_at = std::chrono::steady_clock::now() - 1ms;
+    CHECK(paths->choose() == a);
+    CHECK(a->probing);
+    CHECK(paths->choose() == b);
+    paths->failed(*a, Error{-ETIMEDOUT, "connect timed out"});  // the probe failed: an event of its own
+    CHECK(a->backoff == 2000ms);
+    CHECK_FALSE(a->probing);
+
+    a->retry_at = std::chrono::steady_clock::now() - 1ms;
+    CHECK(paths->choose() == a);
+    paths->connected(*a, true);  // the probe made a connection
+    CHECK(a->backoff == 0ms);
+    CHECK_FALSE(a->probing);
+    NodePaths::Use load(*paths, *b, 1 << 20);
+    CHECK(paths->choose() == a);
+}
+
+TEST_CASE("the only way to a server is never left alone: its connections back off themselves", "[rails]") {
+    PathsFixture f;
+    auto paths = f.make({"192.0.2.1"}, TransportChoice::rdma);
+    REQUIRE(paths->size() == 1);
+    NodePaths::Path* only = paths->choose();
+    REQUIRE(only);
+    paths->failed(*only, Error{-ECONNRESET, "lost"});
+    CHECK(only->backoff == 0ms);
+    CHECK(paths->choose() == only);
+
+    // With TCP allowed, TCP is another way: RDMA backs off and TCP carries on.
+    auto with_tcp = f.make({"192.0.2.1"}, TransportChoice::automatic);
+    REQUIRE(with_tcp->size() == 2);
+    NodePaths::Path* rdma = with_tcp->choose();
+    REQUIRE(rdma);
+    REQUIRE(rdma->rdma());
+    with_tcp->failed(*rdma, Error{-ECONNRESET, "lost"});
+    NodePaths::Path* tcp = with_tcp->choose();
+    REQUIRE(tcp);
+    CHECK_FALSE(tcp->rdma());
 }

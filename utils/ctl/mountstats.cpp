@@ -57,7 +57,7 @@ std::vector<PfsMount> parse_mountstats(std::string_view text) {
                 c.state = w[i + 1];
                 continue;
             }
-            uint64_t v = 0;
+            int64_t v = 0;
             auto [p, ec] = std::from_chars(w[i + 1].data(), w[i + 1].data() + w[i + 1].size(), v);
             if (ec != std::errc() || p != w[i + 1].data() + w[i + 1].size()) ok = false;
             else c.values[w[i]] = v;

@@ -16,7 +16,7 @@ struct MountCounters {
     std::string kind;  // "rail" or "transport"
     std::string name;  // the interface, or "tcp" / "rdma"
     std::string state;  // rails: "up" or "down"
-    std::map<std::string, uint64_t> values;  // requests, bytes, errors, conns, ...
+    std::map<std::string, int64_t> values;  // requests, bytes, errors, conns, ... (registered_now may dip below 0)
 };
 
 struct PfsMount {

@@ -1,7 +1,9 @@
 // stats client: what pfs.ko's mounts on this node moved, per rail and per
 // transport (from /proc/self/mountstats; $PFS_MOUNTSTATS names another
 // file), and what this pfs-ctl run moved with --transport-stats.
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,7 +17,7 @@
 namespace pfs::ctl {
 namespace {
 
-uint64_t value_of(const MountCounters& c, const char* key) {
+int64_t value_of(const MountCounters& c, const char* key) {
     auto it = c.values.find(key);
     return it == c.values.end() ? 0 : it->second;
 }
@@ -41,9 +43,9 @@ std::string render_table(const std::vector<PfsMount>& mounts) {
     for (const auto& m : mounts) {
         for (const auto& c : m.counters) {
             const bool rail = c.kind == "rail";
-            const uint64_t bytes = rail ? value_of(c, "bytes") : value_of(c, "bulk_sent") + value_of(c, "bulk_received");
+            const int64_t bytes = rail ? value_of(c, "bytes") : value_of(c, "bulk_sent") + value_of(c, "bulk_received");
             table.add_row({m.mount_point, (rail ? "rail " : "") + c.name, rail ? c.state : "-",
-                           std::to_string(value_of(c, "requests")), format_bytes(bytes),
+                           std::to_string(value_of(c, "requests")), format_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0))),
                            rail ? std::to_string(value_of(c, "errors")) : "-",
                            rail ? "-" : std::to_string(value_of(c, "conns"))});
         }
@@ -63,7 +65,13 @@ Result<std::string> stats_client(Context& ctx) {
     text << in.rdbuf();
     auto mounts = parse_mountstats(text.str());
     if (!ctx.args.empty()) {
-        std::erase_if(mounts, [&](const PfsMount& m) { return m.mount_point != ctx.args[0]; });
+        // "/mnt/pfs/" names /mnt/pfs too.
+        auto normal = [](const std::string& p) {
+            std::string n = std::filesystem::path(p).lexically_normal().string();
+            while (n.size() > 1 && n.back() == '/') n.pop_back();
+            return n;
+        };
+        std::erase_if(mounts, [&](const PfsMount& m) { return normal(m.mount_point) != normal(ctx.args[0]); });
         if (mounts.empty()) return refused(ctx.args[0] + " is not a pfs mount point");
     }
     return ctx.json ? render_json(mounts) : render_table(mounts);

@@ -181,6 +181,11 @@ std::optional<size_t> Rails::rail_to(const std::string& server_address) const {
     return std::nullopt;
 }
 
+bool Rails::reaches(size_t i, const std::string& server_address) const {
+    const uint32_t ip = parse_ipv4(server_address);
+    return ip != 0 && rails_[i].on_subnet(ip);
+}
+
 bool Rails::usable(size_t i) const {
     const auto now = std::chrono::steady_clock::now();
     Look& look = looks_[i];

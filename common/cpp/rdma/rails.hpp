@@ -59,6 +59,8 @@ public:
     const Rail& operator[](size_t i) const { return rails_[i]; }
     // The rail whose subnet holds a server's IPv4 address.
     std::optional<size_t> rail_to(const std::string& server_address) const;
+    // Rail i's subnet holds the server's IPv4 address.
+    bool reaches(size_t i, const std::string& server_address) const;
     // Its interface is up and running; looked at no more than every 50 ms.
     bool usable(size_t i) const;
     // The rail is near the CPU that asks (same NUMA node, or either unknown).

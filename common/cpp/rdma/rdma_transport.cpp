@@ -19,6 +19,8 @@ namespace {
 constexpr int kRetries = 7;       // transport retries before a QP gives up
 constexpr int kRnrRetries = 7;    // 7: for ever (never happens: credits)
 constexpr uint8_t kReadDepth = 16;  // RDMA READs in flight per connection
+constexpr std::chrono::milliseconds kResolveStep{1000};  // one try at resolving an address
+constexpr std::chrono::milliseconds kResolveMargin{200};
 
 Status nonblocking(int fd) {
     int flags = ::fcntl(fd, F_GETFL);
@@ -80,6 +82,62 @@ rdma_conn_param conn_param(const std::array<uint8_t, kHelloSize>& hello) {
     return p;
 }
 
+// An id with its own event channel whose address and route are resolved.
+struct ResolvedPath {
+    EventChannel events;
+    CmId id;
+};
+
+// One try at resolving dst (from src) within step.
+awaitable<Result<ResolvedPath>> resolve_once(asio::any_io_executor ex, sockaddr_storage* src, sockaddr_storage dst,
+                                             std::chrono::milliseconds step) {
+    auto events = make_event_channel();
+    if (!events) co_return events.error();
+    if (auto st = nonblocking((*events)->fd); !st) co_return st.error();
+    rdma_cm_id* raw = nullptr;
+    if (rdma_create_id(events->get(), &raw, nullptr, RDMA_PS_TCP)) co_return verbs_error("rdma_create_id");
+    CmId id(raw);
+    asio::posix::stream_descriptor fd(ex, (*events)->fd);
+    struct Release {
+        asio::posix::stream_descriptor& fd;
+        ~Release() {
+            if (fd.is_open()) fd.release();  // verbs owns it
+        }
+    } release{fd};
+    const auto ms = static_cast<int>(step.count());
+    if (rdma_resolve_addr(id.get(), reinterpret_cast<sockaddr*>(src), reinterpret_cast<sockaddr*>(&dst), ms))
+        co_return verbs_error("rdma_resolve_addr");
+    int status = 0;
+    // A little past the kernel's own limit, so that its ADDR_ERROR comes first.
+    auto ev = co_await next_event(fd, events->get(), step + kResolveMargin, &status);
+    if (!ev) co_return ev.error();
+    if (*ev == RDMA_CM_EVENT_ADDR_ERROR && status == -ETIMEDOUT) co_return Error{-ETIMEDOUT, "timed out"};
+    if (*ev != RDMA_CM_EVENT_ADDR_RESOLVED)
+        co_return Error{-EHOSTUNREACH, std::string("no RDMA route to the address (") + rdma_event_str(*ev) + ")"};
+    if (rdma_resolve_route(id.get(), ms)) co_return verbs_error("rdma_resolve_route");
+    ev = co_await next_event(fd, events->get(), step + kResolveMargin);
+    if (!ev) co_return ev.error();
+    if (*ev != RDMA_CM_EVENT_ROUTE_RESOLVED) co_return Error{-EHOSTUNREACH, rdma_event_str(*ev)};
+    co_return ResolvedPath{std::move(*events), std::move(id)};
+}
+
+// Address and route of dst within timeout, in tries of kResolveStep: the
+// kernel's address resolution can miss the neighbour update it waits for
+// (an ARP answer that came back before the request was queued, as on a
+// veth pair) and then sits out its whole limit, while a second try finds
+// the neighbour known and resolves at once.
+awaitable<Result<ResolvedPath>> resolve_path(asio::any_io_executor ex, sockaddr_storage* src, sockaddr_storage dst,
+                                             std::chrono::milliseconds timeout) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        auto out = co_await resolve_once(ex, src, dst, std::max(std::min(left, kResolveStep), std::chrono::milliseconds(1)));
+        if (out || out.error().code != -ETIMEDOUT || Clock::now() + std::chrono::milliseconds(50) >= deadline)
+            co_return out;
+    }
+}
+
 }  // namespace
 
 Params default_params() { return Params{16, 16384}; }
@@ -97,39 +155,17 @@ awaitable<Result<std::shared_ptr<Channel>>> connect(asio::any_io_executor ex, co
         if (!from) co_return fail(from.error());
         src = *from;
     }
-    auto events = make_event_channel();
-    if (!events) co_return fail(events.error());
-    if (auto st = nonblocking((*events)->fd); !st) co_return fail(st.error());
-    rdma_cm_id* raw = nullptr;
-    if (rdma_create_id(events->get(), &raw, nullptr, RDMA_PS_TCP)) co_return fail(verbs_error("rdma_create_id"));
-    CmId id(raw);
-    const auto ms = static_cast<int>(timeout.count());
-    asio::posix::stream_descriptor fd(ex, (*events)->fd);
-    struct Release {
-        asio::posix::stream_descriptor& fd;
-        ~Release() {
-            if (fd.is_open()) fd.release();  // verbs owns it
-        }
-    } release{fd};
-
-    if (rdma_resolve_addr(id.get(), src ? reinterpret_cast<sockaddr*>(&*src) : nullptr,
-                          reinterpret_cast<sockaddr*>(&*addr), ms))
-        co_return fail(verbs_error("rdma_resolve_addr"));
-    auto ev = co_await next_event(fd, events->get(), timeout);
-    if (!ev) co_return fail(ev.error());
-    if (*ev != RDMA_CM_EVENT_ADDR_RESOLVED)
-        co_return Error{-EHOSTUNREACH, "cannot connect to " + where + ": no RDMA route to the address (" +
-                                           rdma_event_str(*ev) + ")"};
-    if (rdma_resolve_route(id.get(), ms)) co_return fail(verbs_error("rdma_resolve_route"));
-    ev = co_await next_event(fd, events->get(), timeout);
-    if (!ev) co_return fail(ev.error());
-    if (*ev != RDMA_CM_EVENT_ROUTE_RESOLVED)
-        co_return Error{-EHOSTUNREACH, "cannot connect to " + where + ": " + rdma_event_str(*ev)};
+    auto resolved = co_await resolve_path(ex, src ? &*src : nullptr, *addr, timeout);
+    if (!resolved) {
+        if (resolved.error().code == -EHOSTUNREACH)
+            co_return Error{-EHOSTUNREACH, "cannot connect to " + where + ": " + resolved.error().message};
+        co_return fail(resolved.error());
+    }
+    auto& [events, id] = *resolved;
 
     const Params ours = default_params();
     // The channel owns the id from here; its poller takes the events.
-    fd.release();
-    auto ch = RdmaChannel::create(ex, std::move(id), std::move(*events), ours, ours);
+    auto ch = RdmaChannel::create(ex, std::move(id), std::move(events), ours, ours);
     if (!ch) co_return fail(ch.error());
     (*ch)->expect_server_params();
     auto hello = encode_hello(ours);
