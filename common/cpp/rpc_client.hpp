@@ -72,7 +72,7 @@ struct ClientConfig {
     std::shared_ptr<const ClientIdentities> identities{};  // for calls that carry a client id
     TransportChoice transport = TransportChoice::automatic;
     // The local interfaces RDMA leaves by (libpfs: a path per server and
-    // rail); none: one RDMA path per server, wherever routing says.
+    // rail); none: a path per RDMA address of the server, wherever routing says.
     std::shared_ptr<const rdma::Rails> rails{};
 };
 

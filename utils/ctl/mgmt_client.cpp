@@ -105,7 +105,7 @@ void MgmtClient::add_options(Options& options) {
          "to the servers: RDMA where they offer it (falling back to TCP), TCP only, or RDMA only")
         ("rails", po::value<std::string>()->default_value("")->value_name("IF[,IF...]"),
          "the local RDMA interfaces to use: each request to a server goes by the least loaded one that reaches "
-         "it (same subnet), a failed one is left alone for a while (default: one way, wherever routing says)")
+         "it (same subnet), a failed one is left alone for a while (default: a way per server address, wherever routing says)")
         ("transport-stats", po::bool_switch(),
          "print what this run moved over RDMA and how, per rail too (JSON, on stderr) when it ends");
 }
