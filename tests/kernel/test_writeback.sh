@@ -183,8 +183,9 @@ if want 4; then
 	fi
 	took=$(((${EPOCHREALTIME/./} - t0) / 1000))
 	echo "fsync failed after $took ms: $(cat /tmp/sync4.err)"
-	# 4 timeouts of retries, then a last pass.
-	[ "$took" -lt $((TIMEOUT_MS * 12)) ] || fail "fsync took $took ms to give up"
+	# 4 timeouts of retries, then a last pass: 29 to 84 s seen under TCG
+	# (the chunk writes in flight time out and retry each on its own).
+	[ "$took" -lt $((TIMEOUT_MS * 24)) ] || fail "fsync took $took ms to give up"
 	writer_close $MNT/d/f4
 	[ "$closed" != "close: ok" ] || fail "close returned 0 after the data was lost"
 	kill -CONT "$spid"
