@@ -153,8 +153,7 @@ void NodePaths::connected(Path& p, bool new_connection) {
         over_tcp_ = false;
         log::info("back on RDMA", {{"server", name_}, {"path", p.endpoint.str()}});
     }
-    p.backoff = std::chrono::milliseconds(0);
-    if (p.rail >= 0) (*rails_)[static_cast<size_t>(p.rail)].counters->down = false;
+    answered(p);
 }
 
 void NodePaths::answered(Path& p) {

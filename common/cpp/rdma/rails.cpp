@@ -174,10 +174,8 @@ Result<std::shared_ptr<Rails>> Rails::parse(std::string_view text) {
 }
 
 std::optional<size_t> Rails::rail_to(const std::string& server_address) const {
-    const uint32_t ip = parse_ipv4(server_address);
-    if (ip == 0) return std::nullopt;
     for (size_t i = 0; i < rails_.size(); ++i)
-        if (rails_[i].on_subnet(ip)) return i;
+        if (reaches(i, server_address)) return i;
     return std::nullopt;
 }
 
