@@ -25,6 +25,7 @@ userspace: deps $(BUILD)/build.ninja
 kmod: deps
 	@test -d "$(KDIR)" || { echo "no kernel headers found: set KDIR=" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kernel/nvfs_mock modules
 
 # The headers the module is built against: tests/kernel boots the matching kernel.
 print-kdir:
@@ -61,3 +62,4 @@ stop:
 clean:
 	rm -rf $(BUILD)
 	-$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod clean
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kernel/nvfs_mock clean

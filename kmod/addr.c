@@ -2,7 +2,7 @@
 /*
  * The data path against the storage targets: striped chunk reads and
  * writes (CHUNK_READ, CHUNK_WRITE, CHUNK_SYNC), the page cache
- * (address_space_operations) and the transfers of O_DIRECT.
+ * (address_space_operations); direct.c hands it O_DIRECT's user memory.
  *
  * A transfer is cut into pieces that each stay inside one chunk and within
  * PFS_MAX_IO (with a single target the chunk file is the file, so only
@@ -26,8 +26,6 @@
 
 /* Requests of one striped transfer in flight together. */
 #define PFS_IO_BATCH		64
-/* User memory pinned at once by one direct transfer. */
-#define PFS_IO_WINDOW		(64u << 20)
 /* Writeback batches (one CHUNK_WRITE each) in flight per writepages. */
 #define PFS_WB_INFLIGHT		8
 /* Times a chunk request that lost its way is sent again at once. */
@@ -110,7 +108,8 @@ static int pfs_chunk_send(struct inode *inode, struct pfs_chunk_req *r,
  */
 static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
 			      struct pfs_chunk_req *r, u16 type, loff_t pos,
-			      u32 len, const struct iov_iter *data)
+			      u32 len, const struct iov_iter *data,
+			      const struct pfs_gpu_io *gpu)
 {
 	struct pfs_stripe_pos sp;
 	struct pfs_chunk_io io = {};
@@ -137,6 +136,9 @@ static int pfs_chunk_start_io(struct inode *inode, const struct pfs_layout *lo,
 	iov_iter_truncate(&r->data, len);
 	r->wire = r->data;
 	r->rpc.bulk = true;
+	r->rpc.gpu = gpu;
+	if (gpu)
+		atomic64_inc(&pfs_net_gpu_stats(pfs_inode_net(inode))->requests);
 	if (type == PFS_MSG_CHUNK_WRITE)
 		r->rpc.req_data = &r->wire;
 	else
@@ -231,6 +233,7 @@ static int pfs_chunk_resend(struct pfs_chunk_req *r)
 	r->rpc.req = old.req;
 	r->rpc.req_len = old.req_len;
 	r->rpc.bulk = old.bulk;
+	r->rpc.gpu = old.gpu;
 	r->wire = r->data;
 	if (old.req_data)
 		r->rpc.req_data = &r->wire;
@@ -289,14 +292,9 @@ static struct pfs_chunk_req *pfs_reqs_alloc(unsigned int n)
 	return reqs;
 }
 
-/*
- * Moves count bytes between file offset pos and iter, which must be kernel
- * memory the transport can reach from any context (bvec, kvec, xarray).
- * Returns the bytes moved, a prefix of the range, or -errno when none
- * moved; iter is advanced by the return value.
- */
-static ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
-				struct iov_iter *iter, size_t count)
+ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
+			 struct iov_iter *iter, size_t count,
+			 const struct pfs_gpu_io *gpu)
 {
 	const struct pfs_layout *lo = pfs_layout_of(inode);
 	struct pfs_chunk_req *reqs;
@@ -325,7 +323,7 @@ static ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 
 			start_err = pfs_chunk_start_io(inode, lo, &reqs[n],
 						       type, pos + off, len,
-						       &cur);
+						       &cur, gpu);
 			if (start_err)
 				break;
 			iov_iter_advance(&cur, len);
@@ -346,122 +344,6 @@ static ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 	kvfree(reqs);
 	iov_iter_advance(iter, done);
 	return done ? done : err;
-}
-
-/* User pages pinned for a direct transfer, described by bvecs. */
-struct pfs_pinned {
-	struct page **pages;
-	struct bio_vec *bvec;
-	unsigned int npages;
-};
-
-/*
- * Takes references on up to max bytes of iter's memory (advancing iter), so
- * that the transport can fill or send them from its own context. Returns
- * the bytes pinned (maybe fewer when the memory is fragmented) or -errno.
- */
-static ssize_t pfs_pin(struct iov_iter *iter, size_t max, struct pfs_pinned *p)
-{
-	unsigned int cap = DIV_ROUND_UP(max, PAGE_SIZE) + 1;
-	size_t total = 0;
-
-	p->npages = 0;
-	p->pages = kvmalloc_array(cap, sizeof(*p->pages), GFP_KERNEL);
-	p->bvec = kvmalloc_array(cap, sizeof(*p->bvec), GFP_KERNEL);
-	if (!p->pages || !p->bvec)
-		goto nomem;
-
-	while (total < max && p->npages < cap && iov_iter_count(iter)) {
-		size_t start, left;
-		ssize_t n = iov_iter_get_pages2(iter, p->pages + p->npages,
-						max - total, cap - p->npages,
-						&start);
-
-		if (n <= 0) {
-			if (total)
-				break;
-			kvfree(p->pages);
-			kvfree(p->bvec);
-			return n ? n : -EFAULT;
-		}
-		for (left = n; left; start = 0) {
-			size_t seg = min_t(size_t, left, PAGE_SIZE - start);
-
-			bvec_set_page(&p->bvec[p->npages],
-				      p->pages[p->npages], seg, start);
-			p->npages++;
-			left -= seg;
-		}
-		total += n;
-	}
-	return total;
-nomem:
-	kvfree(p->pages);
-	kvfree(p->bvec);
-	return -ENOMEM;
-}
-
-static void pfs_unpin(struct pfs_pinned *p, bool dirty)
-{
-	unsigned int i;
-
-	for (i = 0; i < p->npages; i++) {
-		if (dirty)
-			set_page_dirty_lock(p->pages[i]);
-		put_page(p->pages[i]);
-	}
-	kvfree(p->pages);
-	kvfree(p->bvec);
-}
-
-static ssize_t pfs_stripe_io(struct inode *inode, u16 type, loff_t pos,
-			     struct iov_iter *iter)
-{
-	bool to_user = type == PFS_MSG_CHUNK_READ && user_backed_iter(iter);
-	size_t total = 0;
-	ssize_t rc = 0;
-
-	if (iov_iter_is_bvec(iter) || iov_iter_is_kvec(iter) ||
-	    iov_iter_is_xarray(iter) || iov_iter_is_discard(iter))
-		return pfs_stripe_batch(inode, type, pos, iter,
-					iov_iter_count(iter));
-
-	/* User memory (or a pipe): pinned one window at a time. */
-	while (iov_iter_count(iter)) {
-		struct pfs_pinned pin;
-		struct iov_iter bv;
-		ssize_t pinned;
-
-		pinned = pfs_pin(iter, min_t(size_t, iov_iter_count(iter),
-					     PFS_IO_WINDOW), &pin);
-		if (pinned < 0) {
-			rc = pinned;
-			break;
-		}
-		iov_iter_bvec(&bv, iov_iter_rw(iter), pin.bvec, pin.npages,
-			      pinned);
-		rc = pfs_stripe_batch(inode, type, pos + total, &bv, pinned);
-		pfs_unpin(&pin, to_user);
-		if (rc < pinned)
-			iov_iter_revert(iter, pinned - max_t(ssize_t, rc, 0));
-		if (rc <= 0)
-			break;
-		total += rc;
-		if (rc < pinned)
-			break;
-	}
-	return total ? total : rc;
-}
-
-ssize_t pfs_stripe_read(struct inode *inode, loff_t pos, struct iov_iter *to)
-{
-	return pfs_stripe_io(inode, PFS_MSG_CHUNK_READ, pos, to);
-}
-
-ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,
-			 struct iov_iter *from)
-{
-	return pfs_stripe_io(inode, PFS_MSG_CHUNK_WRITE, pos, from);
 }
 
 /*
@@ -522,7 +404,8 @@ static int pfs_fill_folio(struct inode *inode, struct folio *folio)
 
 		iov_iter_xarray(&it, ITER_DEST, &inode->i_mapping->i_pages,
 				pos, want);
-		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want);
+		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want,
+				     NULL);
 		if (n < 0)
 			return n;
 		if (n < want)
@@ -563,7 +446,8 @@ static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
 		ssize_t n;
 
 		iov_iter_xarray(&it, ITER_DEST, &mapping->i_pages, pos, want);
-		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want);
+		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want,
+				     NULL);
 		if (n < (ssize_t)want)
 			good_end = pos + max_t(ssize_t, n, 0);
 	}
@@ -872,7 +756,7 @@ static void pfs_wb_send(struct pfs_wb *wb)
 	wb->cur = NULL;
 	iov_iter_bvec(&it, ITER_SOURCE, b->bvec, b->nr, b->len);
 	rc = pfs_chunk_start_io(wb->inode, wb->lo, &b->req,
-				PFS_MSG_CHUNK_WRITE, b->pos, b->len, &it);
+				PFS_MSG_CHUNK_WRITE, b->pos, b->len, &it, NULL);
 	if (rc) {
 		pfs_wb_end(wb, b, rc);
 		return;
@@ -1028,7 +912,8 @@ static int pfs_launder_folio(struct folio *folio)
 	len = min_t(u64, folio_size(folio), size - pos);
 	folio_start_writeback(folio);
 	iov_iter_xarray(&it, ITER_SOURCE, &inode->i_mapping->i_pages, pos, len);
-	n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_WRITE, pos, &it, len);
+	n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_WRITE, pos, &it, len,
+			     NULL);
 	if (n == len) {
 		pfs_wb_succeeded(inode);
 	} else {

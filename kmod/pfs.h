@@ -458,6 +458,17 @@ void pfs_addr_exit(void);
  * touched gets its request in flight before the first wait. Return bytes
  * moved or -errno; reads past the end of a chunk file return zeroes.
  */
+/*
+ * addr.c: moves count bytes between file offset pos and iter, which must be
+ * kernel memory the transport can reach from any context (bvec, kvec,
+ * xarray), or GPU memory (gpu: pinned pages nvidia-fs maps). Returns the
+ * bytes moved, a prefix of the range, or -errno when none moved; iter is
+ * advanced by the return value.
+ */
+ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
+			 struct iov_iter *iter, size_t count,
+			 const struct pfs_gpu_io *gpu);
+/* direct.c: the same from and to user memory (O_DIRECT, cache=none). */
 ssize_t pfs_stripe_read(struct inode *inode, loff_t pos, struct iov_iter *to);
 ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,
 			 struct iov_iter *from);

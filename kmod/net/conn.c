@@ -231,6 +231,9 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 		return -EINVAL;
 	if (rpc->reply_data && !rpc->bulk)
 		return -EINVAL;
+	/* The CPU cannot reach GPU memory: it never goes into frames. */
+	if (rpc->gpu && !c->xprt->ops->dma_device)
+		return -EOPNOTSUPP;
 	if (rpc->bulk && (data_len > PFS_MAX_IO ||
 			  (rpc->reply_data &&
 			   iov_iter_count(rpc->reply_data) > PFS_MAX_IO)))

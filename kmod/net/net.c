@@ -13,6 +13,7 @@
 #include <net/net_namespace.h>
 
 #include "net_int.h"
+#include "../nvfs.h"
 
 void pfs_net_get(struct pfs_net *net)
 {
@@ -156,6 +157,11 @@ struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind)
 	return NULL;
 }
 
+struct pfs_gpu_stats *pfs_net_gpu_stats(struct pfs_net *net)
+{
+	return &net->gpu_stats;
+}
+
 void pfs_net_show_stats(struct pfs_net *net, struct seq_file *m)
 {
 	static const char * const names[PFS_STATS_KINDS] = { "tcp", "rdma" };
@@ -185,6 +191,12 @@ void pfs_net_show_stats(struct pfs_net *net, struct seq_file *m)
 			   atomic64_read(&s->registrations),
 			   atomic64_read(&s->registered_now));
 	}
+	seq_printf(m, "\n\tgpu nvfs: state %s requests %lld bytes %lld errors %lld copies %lld",
+		   pfs_gpu_registered() ? "registered" : "unregistered",
+		   atomic64_read(&net->gpu_stats.requests),
+		   atomic64_read(&net->gpu_stats.bytes),
+		   atomic64_read(&net->gpu_stats.errors),
+		   atomic64_read(&net->gpu_stats.copies));
 }
 
 int pfs_net_check(struct pfs_net *net)

@@ -23,6 +23,7 @@ struct net;
 struct pfs_net;
 struct pfs_node;
 struct pfs_conn;
+struct pfs_gpu_io;
 
 /* Which transport reaches the servers that offer RDMA. */
 enum pfs_transport_choice {
@@ -121,6 +122,9 @@ struct pfs_rpc {
 					 * data beside the body
 					 * (PFS_FLAG_BULK): the transport
 					 * moves them */
+	const struct pfs_gpu_io *gpu;	/* the bulk data is GPU memory
+					 * (nvfs.c): it goes by RDMA only,
+					 * on the rail nearest its GPU */
 	u32 reply_max;			/* largest reply accepted; 0: any
 					 * frame up to PFS_MAX_PAYLOAD */
 	u32 timeout_ms;			/* 0: the mount's timeout */
@@ -192,6 +196,17 @@ struct pfs_xprt_stats {
 };
 
 enum { PFS_STATS_TCP, PFS_STATS_RDMA, PFS_STATS_KINDS };
+
+/* A mount's transfers on GPU memory (GPUDirect Storage, nvfs.c). */
+struct pfs_gpu_stats {
+	atomic64_t requests;		/* chunk requests on GPU memory */
+	atomic64_t bytes;		/* moved by RDMA straight to or from it */
+	atomic64_t errors;		/* transfers that failed */
+	atomic64_t copies;		/* bytes copied through CPU memory:
+					 * none, by design */
+};
+
+struct pfs_gpu_stats *pfs_net_gpu_stats(struct pfs_net *net);
 
 /* The counters of the transport kind named (NULL for other names). */
 struct pfs_xprt_stats *pfs_net_stats(struct pfs_net *net, const char *kind);

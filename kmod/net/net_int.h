@@ -59,6 +59,7 @@ struct pfs_net {
 	unsigned long flags;		/* enum pfs_net_flags */
 	atomic64_t client_seq;
 	struct pfs_xprt_stats stats[PFS_STATS_KINDS];
+	struct pfs_gpu_stats gpu_stats;
 	struct pfs_rail rails[PFS_RAILS_MAX];
 	unsigned int nrails;
 
@@ -114,6 +115,8 @@ struct pfs_route {
 	unsigned long retry_at;		/* jiffies */
 	unsigned int backoff_ms;
 	struct pfs_conn **slots;	/* nslots of them */
+	struct device *dma_dev;		/* of its last connection (held), for
+					 * GPU memory; NULL: not yet known */
 };
 
 struct pfs_node {

@@ -15,11 +15,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/device.h>
 #include <linux/in.h>
 #include <linux/slab.h>
 #include <linux/topology.h>
 
 #include "net_int.h"
+#include "../nvfs.h"
 
 #define PFS_BACKOFF_MIN_MS	250
 #define PFS_BACKOFF_MAX_MS	4000
@@ -154,6 +156,7 @@ static void pfs_node_release(struct kref *ref)
 		for (j = 0; j < node->nslots; j++)
 			pfs_conn_put(node->paths[i].slots[j]);
 		kfree(node->paths[i].slots);
+		put_device(node->paths[i].dma_dev);
 	}
 	pfs_net_put(node->net);
 	kfree(node);
@@ -217,6 +220,13 @@ static u64 pfs_route_load(struct pfs_node *node, struct pfs_route *p)
 	return bytes + reqs;	/* a request counts as a byte: ties broken */
 }
 
+/* An RDMA path neither backing off nor on a rail that is down. */
+static bool pfs_route_usable_rdma(struct pfs_node *node, struct pfs_route *p)
+{
+	return pfs_route_rdma(p) && !pfs_route_backing_off(p) &&
+	       (p->rail < 0 || pfs_rail_usable(node->net, p->rail));
+}
+
 /*
  * The path a request takes: the RDMA path with the least under way, among
  * those not backing off and, when any is, on this CPU's NUMA node; else
@@ -241,8 +251,7 @@ static struct pfs_route *pfs_node_choose(struct pfs_node *node)
 			continue;
 		}
 		any_rdma = true;
-		if (pfs_route_backing_off(p) ||
-		    (p->rail >= 0 && !pfs_rail_usable(net, p->rail)))
+		if (!pfs_route_usable_rdma(node, p))
 			continue;
 		local = p->rail >= 0 &&
 			net->rails[p->rail].numa == numa_node_id();
@@ -264,6 +273,41 @@ static struct pfs_route *pfs_node_choose(struct pfs_node *node)
 	else if (!node->over_tcp && was_tcp && best)
 		pr_info("%s: back on RDMA\n", node->name);
 	return best ?: tcp;
+}
+
+/*
+ * The path a transfer on GPU memory takes: the usable RDMA path whose
+ * device nvidia-fs ranks nearest the GPU, the least busy among equals;
+ * NULL when none is usable (TCP never: the CPU cannot reach GPU memory).
+ * A path not connected yet ranks last.
+ */
+static struct pfs_route *pfs_node_choose_gpu(struct pfs_node *node,
+					     const struct pfs_gpu_io *gpu)
+{
+	struct pfs_route *best = NULL;
+	unsigned int best_rank = 0, i;
+	u64 best_load = 0;
+
+	spin_lock(&node->lock);
+	for (i = 0; i < node->npaths; i++) {
+		struct pfs_route *p = &node->paths[i];
+		unsigned int rank;
+		u64 load;
+
+		if (!pfs_route_usable_rdma(node, p))
+			continue;
+		rank = p->dma_dev ? pfs_gpu_priority(gpu, p->dma_dev) :
+				    UINT_MAX;
+		load = pfs_route_load(node, p);
+		if (!best || rank < best_rank ||
+		    (rank == best_rank && load < best_load)) {
+			best = p;
+			best_rank = rank;
+			best_load = load;
+		}
+	}
+	spin_unlock(&node->lock);
+	return best;
 }
 
 /* A path failed to connect (or lost its connection): back off. */
@@ -304,6 +348,7 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 	enum pfs_conn_kind kind = node->type == PFS_NODE_META ?
 				  PFS_CONN_META : PFS_CONN_STORAGE;
 	struct pfs_conn *c, *old = NULL;
+	struct device *dev;
 	unsigned int i;
 
 	c = pfs_conn_open(node->net, p->ops, &p->src, &p->dst, node->name,
@@ -321,7 +366,10 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 	if (p->rail >= 0)
 		pfs_rail_works(node->net, p->rail);
 	pfs_conn_get(c);		/* the caller's; the slot keeps one */
+	dev = p->ops->dma_device ? get_device(p->ops->dma_device(c->xprt)) :
+				   NULL;
 	spin_lock(&node->lock);
+	swap(p->dma_dev, dev);
 	for (i = 0; i < node->nslots; i++) {
 		if (!p->slots[i] || pfs_conn_dead(p->slots[i])) {
 			old = p->slots[i];
@@ -334,6 +382,7 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 	if (WARN_ON_ONCE(i == node->nslots))
 		pfs_conn_put(c);
 	pfs_conn_put(old);
+	put_device(dev);		/* the one it replaced */
 	return c;
 }
 
@@ -393,6 +442,39 @@ out:
 	return c;
 }
 
+/*
+ * Connects the usable RDMA paths whose device is not known yet, so that
+ * the first transfer on GPU memory already goes by the nearest rail.
+ */
+static void pfs_node_learn_devices(struct pfs_node *node)
+{
+	unsigned int i;
+
+	for (i = 0; i < node->npaths; i++) {
+		struct pfs_route *p = &node->paths[i];
+		struct pfs_conn *c;
+
+		if (READ_ONCE(p->dma_dev) || !pfs_route_usable_rdma(node, p))
+			continue;
+		c = pfs_route_conn(node, p);
+		if (!IS_ERR(c))
+			pfs_conn_put(c);
+	}
+}
+
+/* No path for a transfer on GPU memory: why, as an errno. */
+static int pfs_node_no_gpu_path(struct pfs_node *node)
+{
+	unsigned int i;
+
+	for (i = 0; i < node->npaths; i++)
+		if (pfs_route_rdma(&node->paths[i]))
+			return -EIO;	/* every rail down or backing off */
+	pr_warn_ratelimited("%s: GPU memory moves by RDMA only, and this mount has no RDMA path to it: EOPNOTSUPP\n",
+			    node->name);
+	return -EOPNOTSUPP;
+}
+
 int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc)
 {
 	struct pfs_net *net = node->net;
@@ -401,11 +483,16 @@ int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc)
 	struct pfs_route *p;
 	int err;
 
+	if (rpc->gpu)
+		pfs_node_learn_devices(node);
 	do {
 		err = pfs_net_check(net);
 		if (err)
 			return err;
-		p = pfs_node_choose(node);
+		p = rpc->gpu ? pfs_node_choose_gpu(node, rpc->gpu) :
+			       pfs_node_choose(node);
+		if (!p && rpc->gpu)
+			return pfs_node_no_gpu_path(node);
 		if (!p)
 			return -EIO;	/* transport=rdma, every rail down */
 		c = pfs_route_conn(node, p);
@@ -442,7 +529,8 @@ bool pfs_node_failover(struct pfs_node *node, const struct pfs_rpc *rpc)
 			break;
 		}
 	}
-	next = pfs_node_choose(node);
+	next = rpc->gpu ? pfs_node_choose_gpu(node, rpc->gpu) :
+			  pfs_node_choose(node);
 	return next && next->rail != rpc->rail;
 }
 

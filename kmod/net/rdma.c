@@ -710,6 +710,17 @@ static void pfs_rdma_destroy(struct pfs_xprt *x)
 		pfs_rdma_teardown(r);
 }
 
+struct device *pfs_rdma_dma_device(struct pfs_xprt *x)
+{
+	struct ib_device *dev = pfs_rdma(x)->id->device;
+
+	/*
+	 * A virtual-DMA device (soft-RoCE) has no DMA device: its own device
+	 * stands for it (only a test double of nvidia-fs maps for it).
+	 */
+	return dev->dma_device ?: &dev->dev;
+}
+
 const struct pfs_xprt_ops pfs_rdma_ops = {
 	.name = "rdma",
 	.connect = pfs_rdma_connect,
@@ -720,4 +731,5 @@ const struct pfs_xprt_ops pfs_rdma_ops = {
 	.bulk_placed = pfs_rdma_bulk_placed,
 	.shutdown = pfs_rdma_shutdown,
 	.destroy = pfs_rdma_destroy,
+	.dma_device = pfs_rdma_dma_device,
 };

@@ -114,6 +114,9 @@ void pfs_rdma_fail(struct pfs_rdma *r, const char *why);
 /* Fails the connection and puts its queue pair in the error state. */
 void pfs_rdma_stop(struct pfs_rdma *r, const char *why);
 
+/* The device GPU memory is mapped for (pfs_rdma_ops.dma_device). */
+struct device *pfs_rdma_dma_device(struct pfs_xprt *x);
+
 /* rdma_link.c: the port and interface watch over a live connection. */
 void pfs_rdma_watch(struct pfs_rdma *r);
 void pfs_rdma_unwatch(struct pfs_rdma *r);

@@ -32,12 +32,14 @@
 
 #include "net_int.h"
 #include "rdma.h"
+#include "../nvfs.h"
 
 /* The pages of one direction of a request, mapped for the device. */
 struct pfs_rdma_map {
 	struct scatterlist *sg;
 	int nents;
 	enum dma_data_direction dir;
+	struct pfs_gpu_io gpu;		/* GPU pages: nvidia-fs mapped them */
 };
 
 /* What a request holds: its mappings and the MRs registering them. */
@@ -308,6 +310,7 @@ bad:
  * the MRs go on req, whatever happens: bulk_unmap takes them back.
  */
 static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
+			     const struct pfs_gpu_io *gpu,
 			     const struct iov_iter *iter, size_t len,
 			     enum dma_data_direction dir, int access,
 			     struct pfs_bulk_seg *segs, __u8 *nsegs)
@@ -320,12 +323,19 @@ static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
 	n = pfs_rdma_iter_sg(iter, len, &map->sg);
 	if (n < 0)
 		return n;
-	mapped = ib_dma_map_sg(dev, map->sg, n, dir);
-	if (!mapped) {
+	/* GPU memory: nvidia-fs gives the bus addresses the NIC uses. */
+	if (gpu)
+		mapped = pfs_gpu_map(gpu, pfs_rdma_dma_device(&r->xprt),
+				     map->sg, n, dir);
+	else
+		mapped = ib_dma_map_sg(dev, map->sg, n, dir) ?: -EIO;
+	if (mapped < 0) {
 		kvfree(map->sg);
 		map->sg = NULL;
-		return -EIO;
+		return mapped;
 	}
+	if (gpu)
+		map->gpu = *gpu;
 	map->nents = n;
 	map->dir = dir;
 	req->nmaps++;
@@ -402,11 +412,13 @@ int pfs_rdma_bulk_map(struct pfs_xprt *x, struct pfs_rpc *rpc,
 	rpc->bulk_priv = req;
 	b->place = PFS_BULK_RDMA;
 	if (b->in_len)
-		err = pfs_rdma_register(r, req, rpc->req_data, b->in_len,
+		err = pfs_rdma_register(r, req, rpc->gpu, rpc->req_data,
+					b->in_len,
 					DMA_TO_DEVICE, IB_ACCESS_REMOTE_READ,
 					b->in, &b->nin);
 	if (!err && b->out_len)
-		err = pfs_rdma_register(r, req, rpc->reply_data, b->out_len,
+		err = pfs_rdma_register(r, req, rpc->gpu, rpc->reply_data,
+					b->out_len,
 					DMA_FROM_DEVICE,
 					IB_ACCESS_LOCAL_WRITE |
 					IB_ACCESS_REMOTE_WRITE,
@@ -516,9 +528,15 @@ void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
 	}
 	/* ... before its pages are the caller's again. */
 	for (i = 0; i < req->nmaps; i++) {
-		ib_dma_unmap_sg(r->id->device, req->maps[i].sg,
-				req->maps[i].nents, req->maps[i].dir);
-		kvfree(req->maps[i].sg);
+		struct pfs_rdma_map *map = &req->maps[i];
+
+		if (map->gpu.ops)
+			pfs_gpu_unmap(&map->gpu, pfs_rdma_dma_device(x),
+				      map->sg, map->nents, map->dir);
+		else
+			ib_dma_unmap_sg(r->id->device, map->sg, map->nents,
+					map->dir);
+		kvfree(map->sg);
 	}
 	kfree(req);
 }

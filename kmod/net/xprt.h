@@ -15,6 +15,7 @@
 #include <linux/types.h>
 #include <linux/uio.h>
 
+struct device;
 struct net;
 struct pfs_xprt;
 struct pfs_rpc;
@@ -79,6 +80,12 @@ struct pfs_xprt_ops {
 	void (*shutdown)(struct pfs_xprt *x);
 	/* Frees the channel; no send or recv may be running. */
 	void (*destroy)(struct pfs_xprt *x);
+	/*
+	 * The device that DMAs for the channel (GPU memory is mapped for
+	 * it), valid while the channel lives; NULL for transports that
+	 * cannot reach GPU memory.
+	 */
+	struct device *(*dma_device)(struct pfs_xprt *x);
 };
 
 struct pfs_xprt {

@@ -38,7 +38,8 @@ const std::vector<Command>& all_commands() {
          "requests and MB/s read and written per server (per message type with --by-type)",
          {"interval", "by-type"}, 0, 0, stats_server},
         {"stats", "client", "[MOUNTPOINT]",
-         "what this node's pfs.ko mounts moved, per RDMA rail (state, requests, bytes, errors) and per transport",
+         "what this node's pfs.ko mounts moved, per RDMA rail (state, requests, bytes, errors), per transport "
+         "and into or out of GPU memory",
          {}, 0, 1, stats_client},
         {"fsck", "", "--readonly | --repair",
          "check the namespace against the chunk files (--repair: then delete orphan chunks and empty orphan "

@@ -47,7 +47,7 @@ std::vector<PfsMount> parse_mountstats(std::string_view text) {
             if (in_pfs) mounts.push_back(PfsMount{w[1], unescape(w[4]), {}});
             continue;
         }
-        if (!in_pfs || w.size() < 2 || (w[0] != "rail" && w[0] != "transport") || w[1].back() != ':') continue;
+        if (!in_pfs || w.size() < 2 || (w[0] != "rail" && w[0] != "transport" && w[0] != "gpu") || w[1].back() != ':') continue;
         MountCounters c;
         c.kind = w[0];
         c.name = w[1].substr(0, w[1].size() - 1);

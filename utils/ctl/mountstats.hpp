@@ -1,6 +1,8 @@
 // pfs.ko's counters as /proc/self/mountstats shows them: per mount, a line
-// per rail ("rail NAME: state up requests N bytes N errors N") and per
-// transport ("transport tcp: conns N requests N ..."). Standard library
+// per rail ("rail NAME: state up requests N bytes N errors N"), per
+// transport ("transport tcp: conns N requests N ...") and one of GPU
+// transfers ("gpu nvfs: state registered requests N bytes N errors N
+// copies N"). Standard library
 // only, so the unit tests can compile it on its own.
 #pragma once
 
@@ -13,9 +15,9 @@
 namespace pfs::ctl {
 
 struct MountCounters {
-    std::string kind;  // "rail" or "transport"
-    std::string name;  // the interface, or "tcp" / "rdma"
-    std::string state;  // rails: "up" or "down"
+    std::string kind;  // "rail", "transport" or "gpu"
+    std::string name;  // the interface, "tcp" / "rdma", or "nvfs"
+    std::string state;  // rails: "up" or "down"; gpu: "registered" or "unregistered"
     std::map<std::string, int64_t> values;  // requests, bytes, errors, conns, ... (registered_now may dip below 0)
 };
 

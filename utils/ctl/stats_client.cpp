@@ -1,6 +1,6 @@
-// stats client: what pfs.ko's mounts on this node moved, per rail and per
-// transport (from /proc/self/mountstats; $PFS_MOUNTSTATS names another
-// file), and what this pfs-ctl run moved with --transport-stats.
+// stats client: what pfs.ko's mounts on this node moved, per rail, per
+// transport and into or out of GPU memory (from /proc/self/mountstats;
+// $PFS_MOUNTSTATS names another file).
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -26,13 +26,15 @@ std::string render_json(const std::vector<PfsMount>& mounts) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& m : mounts) {
         nlohmann::json rails = nlohmann::json::object(), transports = nlohmann::json::object();
+        nlohmann::json gpu = nlohmann::json::object();
         for (const auto& c : m.counters) {
             nlohmann::json j(c.values);
             if (!c.state.empty()) j["state"] = c.state;
-            (c.kind == "rail" ? rails : transports)[c.name] = j;
+            if (c.kind == "gpu") gpu = j;
+            else (c.kind == "rail" ? rails : transports)[c.name] = j;
         }
         out.push_back({{"device", m.device}, {"mount_point", m.mount_point}, {"rails", rails},
-                       {"transports", transports}});
+                       {"transports", transports}, {"gpu", gpu}});
     }
     return nlohmann::json{{"mounts", out}}.dump(2) + "\n";
 }
@@ -42,12 +44,15 @@ std::string render_table(const std::vector<PfsMount>& mounts) {
                  {"ERRORS", Align::right}, {"CONNS", Align::right}});
     for (const auto& m : mounts) {
         for (const auto& c : m.counters) {
-            const bool rail = c.kind == "rail";
-            const int64_t bytes = rail ? value_of(c, "bytes") : value_of(c, "bulk_sent") + value_of(c, "bulk_received");
-            table.add_row({m.mount_point, (rail ? "rail " : "") + c.name, rail ? c.state : "-",
-                           std::to_string(value_of(c, "requests")), format_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0))),
-                           rail ? std::to_string(value_of(c, "errors")) : "-",
-                           rail ? "-" : std::to_string(value_of(c, "conns"))});
+            // Rails and GPU transfers count bytes and errors; transports, bytes each way and connections.
+            const bool transport = c.kind == "transport";
+            const int64_t bytes =
+                transport ? value_of(c, "bulk_sent") + value_of(c, "bulk_received") : value_of(c, "bytes");
+            table.add_row({m.mount_point, transport ? c.name : c.kind + " " + c.name, transport ? "-" : c.state,
+                           std::to_string(value_of(c, "requests")),
+                           format_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0))),
+                           transport ? "-" : std::to_string(value_of(c, "errors")),
+                           transport ? std::to_string(value_of(c, "conns")) : "-"});
         }
     }
     if (mounts.empty()) return "no pfs mount on this node\n";
