@@ -30,6 +30,16 @@ static DEFINE_PER_CPU(long, pfs_gpu_inflight);	/* begun, not ended */
 static DECLARE_WAIT_QUEUE_HEAD(pfs_gpu_idle);
 static bool pfs_nvfs_leaving;			/* an unregister waits */
 
+static bool gpu_virtual_dma;
+module_param(gpu_virtual_dma, bool, 0444);
+MODULE_PARM_DESC(gpu_virtual_dma,
+		 "GPU transfers may use RDMA devices without DMA (soft-RoCE): only for a test double of nvidia-fs, whose GPU pages are CPU memory");
+
+bool pfs_gpu_virtual_dma(void)
+{
+	return gpu_virtual_dma;
+}
+
 int pfs_v1_register_nvfs_dma_ops(struct nvfs_dma_rw_ops *ops)
 {
 	int err = 0;
@@ -118,19 +128,15 @@ int pfs_gpu_begin(struct page **pages, unsigned int n, struct pfs_gpu_io *g)
 	if (!ops)
 		return 0;
 	g->ops = ops;
-	for (i = 0; i < n; i++) {
-		if (!ops->nvfs_is_gpu_page(pages[i]))
-			continue;
-		if (!gpus++)
-			g->gpu = ops->nvfs_gpu_index(pages[0]);
-		else if (ops->nvfs_gpu_index(pages[i]) != g->gpu)
-			break;
-	}
-	if (gpus == n)
+	for (i = 0; i < n; i++)
+		gpus += ops->nvfs_is_gpu_page(pages[i]);
+	if (gpus == n) {
+		/* One buffer is one GPU's: nvidia-fs maps it as a whole. */
+		g->gpu = ops->nvfs_gpu_index(pages[0]);
 		return 1;
+	}
 	if (gpus)
-		pr_warn_ratelimited("an O_DIRECT buffer mixes %s pages: EINVAL\n",
-				    i < n ? "several GPUs'" : "GPU and CPU");
+		pr_warn_ratelimited("an O_DIRECT buffer mixes GPU and CPU pages: EINVAL\n");
 	pfs_gpu_end(g);
 	return gpus ? -EINVAL : 0;
 }

@@ -88,7 +88,7 @@ struct pfs_gpu_io {
 /*
  * Whether the n pinned pages of a transfer are GPU memory: 1 (g set,
  * counted in flight until pfs_gpu_end), 0 (CPU memory, or nvidia-fs not
- * registered), -EINVAL (CPU and GPU pages mixed, or pages of several GPUs).
+ * registered), -EINVAL (CPU and GPU pages mixed).
  */
 int pfs_gpu_begin(struct page **pages, unsigned int n, struct pfs_gpu_io *g);
 void pfs_gpu_end(struct pfs_gpu_io *g);
@@ -104,5 +104,12 @@ void pfs_gpu_unmap(const struct pfs_gpu_io *g, struct device *dev,
 		   struct scatterlist *sg, int n, enum dma_data_direction dir);
 /* nvidia-fs' operations are registered now. */
 bool pfs_gpu_registered(void);
+/*
+ * RDMA devices without DMA (soft-RoCE: the CPU copies, at kernel virtual
+ * addresses) may carry GPU transfers: never with a real GPU, whose memory
+ * the CPU cannot address that way; the gpu_virtual_dma parameter allows it
+ * for a test double of nvidia-fs.
+ */
+bool pfs_gpu_virtual_dma(void);
 
 #endif /* PFS_NVFS_H */

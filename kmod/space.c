@@ -43,6 +43,7 @@ static_assert(PFS_SEEK_DATA == SEEK_DATA && PFS_SEEK_HOLE == SEEK_HOLE);
 static const struct pfs_layout *pfs_need_layout(struct inode *inode)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
+	/* Pairs with the release that publishes it (pfs_inode_set_layout). */
 	const struct pfs_layout *lo = smp_load_acquire(&pi->layout);
 	struct pfs_rpc rpc = { .type = PFS_MSG_GET_LAYOUT };
 	struct pfs_layout *got;
@@ -72,6 +73,7 @@ static const struct pfs_layout *pfs_need_layout(struct inode *inode)
 	kfree(got);
 	if (rc)
 		return ERR_PTR(rc);
+	/* Published once, by us or by a racing caller. */
 	lo = smp_load_acquire(&pi->layout);
 	return lo ? lo : ERR_PTR(-EIO);
 }

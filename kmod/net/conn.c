@@ -232,7 +232,8 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (rpc->reply_data && !rpc->bulk)
 		return -EINVAL;
 	/* The CPU cannot reach GPU memory: it never goes into frames. */
-	if (rpc->gpu && !c->xprt->ops->dma_device)
+	if (rpc->gpu && (!c->xprt->ops->dma_device ||
+			 !c->xprt->ops->dma_device(c->xprt)))
 		return -EOPNOTSUPP;
 	if (rpc->bulk && (data_len > PFS_MAX_IO ||
 			  (rpc->reply_data &&

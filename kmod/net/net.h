@@ -51,8 +51,8 @@ struct pfs_net_config {
 	unsigned int timeout_ms;	/* one request, send to reply */
 	unsigned int connect_timeout_ms; /* TCP connect plus handshake */
 	unsigned int conns_per_server;	/* connections in each server's pool */
-	u64 client_id;			/* of token: header.client_id of every
-					 * request */
+	/* of token: header.client_id of every request */
+	u64 client_id;
 	/*
 	 * Unsolicited frames (PFS_FLAG_NOTIFY) other than MAP_CHANGED, which
 	 * the transport handles itself. Called from the receiving context
@@ -112,26 +112,30 @@ struct pfs_rpc {
 	u16 type;			/* PFS_MSG_* */
 	const void *req;		/* encoded request body */
 	u32 req_len;
-	struct iov_iter *req_data;	/* bytes sent right after the body
-					 * (bulk: the request's bulk data) */
-	struct iov_iter *reply_data;	/* bulk only: the reply's bulk data
-					 * goes here (it is advanced past
-					 * them); never user-backed: a
-					 * kernel thread fills it */
-	bool bulk;			/* req_data and reply_data are bulk
-					 * data beside the body
-					 * (PFS_FLAG_BULK): the transport
-					 * moves them */
-	const struct pfs_gpu_io *gpu;	/* the bulk data is GPU memory
-					 * (nvfs.c): it goes by RDMA only,
-					 * on the rail nearest its GPU */
-	u32 reply_max;			/* largest reply accepted; 0: any
-					 * frame up to PFS_MAX_PAYLOAD */
+	/* bytes sent right after the body (bulk: the request's bulk data) */
+	struct iov_iter *req_data;
+	/*
+	 * bulk only: the reply's bulk data goes here (it is advanced past
+	 * them); never user-backed: a kernel thread fills it
+	 */
+	struct iov_iter *reply_data;
+	/*
+	 * req_data and reply_data are bulk data beside the body
+	 * (PFS_FLAG_BULK): the transport moves them
+	 */
+	bool bulk;
+	/*
+	 * the bulk data is GPU memory (nvfs.c): it goes by RDMA only, on the
+	 * rail nearest its GPU
+	 */
+	const struct pfs_gpu_io *gpu;
+	/* largest reply accepted; 0: any frame up to PFS_MAX_PAYLOAD */
+	u32 reply_max;
 	u32 timeout_ms;			/* 0: the mount's timeout */
 	/* out */
 	int status;			/* the server's status as -errno */
-	void *reply;			/* reply body after the status
-					 * (kvmalloc'ed, NULL when empty) */
+	/* reply body after the status (kvmalloc'ed, NULL when empty) */
+	void *reply;
 	u32 reply_len;
 	u32 data_len;			/* bulk bytes placed in reply_data */
 	/*
@@ -202,8 +206,8 @@ struct pfs_gpu_stats {
 	atomic64_t requests;		/* chunk requests on GPU memory */
 	atomic64_t bytes;		/* moved by RDMA straight to or from it */
 	atomic64_t errors;		/* transfers that failed */
-	atomic64_t copies;		/* bytes copied through CPU memory:
-					 * none, by design */
+	/* bytes copied through CPU memory: none, by design */
+	atomic64_t copies;
 };
 
 struct pfs_gpu_stats *pfs_net_gpu_stats(struct pfs_net *net);

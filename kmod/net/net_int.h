@@ -74,8 +74,8 @@ struct pfs_net {
 	spinlock_t map_lock;		/* readers of map and map_gen */
 	struct pfs_map *map;
 	u64 map_gen;			/* bumped by every refresh */
-	spinlock_t work_lock;		/* map_work is queued only when not
-					 * stopping */
+	/* map_work is queued only when not stopping */
+	spinlock_t work_lock;
 	struct delayed_work map_work;
 	unsigned int map_backoff_ms;	/* only touched by map_work */
 };
@@ -115,8 +115,12 @@ struct pfs_route {
 	unsigned long retry_at;		/* jiffies */
 	unsigned int backoff_ms;
 	struct pfs_conn **slots;	/* nslots of them */
-	struct device *dma_dev;		/* of its last connection (held), for
-					 * GPU memory; NULL: not yet known */
+	/*
+	 * the DMA device of its last connection (held), for GPU memory; NULL
+	 * when it has none, or (!dev_known) when it had no connection yet
+	 */
+	struct device *dma_dev;
+	bool dev_known;
 };
 
 struct pfs_node {

@@ -278,8 +278,8 @@ static struct pfs_route *pfs_node_choose(struct pfs_node *node)
 /*
  * The path a transfer on GPU memory takes: the usable RDMA path whose
  * device nvidia-fs ranks nearest the GPU, the least busy among equals;
- * NULL when none is usable (TCP never: the CPU cannot reach GPU memory).
- * A path not connected yet ranks last.
+ * NULL when none is usable (TCP never: the CPU cannot reach GPU memory,
+ * nor a device that cannot DMA). A path not connected yet ranks last.
  */
 static struct pfs_route *pfs_node_choose_gpu(struct pfs_node *node,
 					     const struct pfs_gpu_io *gpu)
@@ -294,7 +294,8 @@ static struct pfs_route *pfs_node_choose_gpu(struct pfs_node *node,
 		unsigned int rank;
 		u64 load;
 
-		if (!pfs_route_usable_rdma(node, p))
+		if (!pfs_route_usable_rdma(node, p) ||
+		    (p->dev_known && !p->dma_dev))
 			continue;
 		rank = p->dma_dev ? pfs_gpu_priority(gpu, p->dma_dev) :
 				    UINT_MAX;
@@ -370,6 +371,7 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 				   NULL;
 	spin_lock(&node->lock);
 	swap(p->dma_dev, dev);
+	p->dev_known = true;
 	for (i = 0; i < node->nslots; i++) {
 		if (!p->slots[i] || pfs_conn_dead(p->slots[i])) {
 			old = p->slots[i];
@@ -454,7 +456,7 @@ static void pfs_node_learn_devices(struct pfs_node *node)
 		struct pfs_route *p = &node->paths[i];
 		struct pfs_conn *c;
 
-		if (READ_ONCE(p->dma_dev) || !pfs_route_usable_rdma(node, p))
+		if (READ_ONCE(p->dev_known) || !pfs_route_usable_rdma(node, p))
 			continue;
 		c = pfs_route_conn(node, p);
 		if (!IS_ERR(c))
@@ -465,13 +467,22 @@ static void pfs_node_learn_devices(struct pfs_node *node)
 /* No path for a transfer on GPU memory: why, as an errno. */
 static int pfs_node_no_gpu_path(struct pfs_node *node)
 {
+	bool rdma = false;
 	unsigned int i;
 
-	for (i = 0; i < node->npaths; i++)
-		if (pfs_route_rdma(&node->paths[i]))
-			return -EIO;	/* every rail down or backing off */
-	pr_warn_ratelimited("%s: GPU memory moves by RDMA only, and this mount has no RDMA path to it: EOPNOTSUPP\n",
-			    node->name);
+	for (i = 0; i < node->npaths; i++) {
+		struct pfs_route *p = &node->paths[i];
+
+		if (!pfs_route_rdma(p))
+			continue;
+		rdma = true;
+		if (!READ_ONCE(p->dev_known) || READ_ONCE(p->dma_dev))
+			return -EIO;	/* down or backing off: may come back */
+	}
+	pr_warn_ratelimited("%s: GPU memory moves by RDMA only, and this mount has %s: EOPNOTSUPP\n",
+			    node->name, rdma ?
+			    "no RDMA device that can DMA to it (soft-RoCE?)" :
+			    "no RDMA path to it");
 	return -EOPNOTSUPP;
 }
 

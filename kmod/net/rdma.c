@@ -23,6 +23,7 @@
 
 #include "net_int.h"
 #include "rdma.h"
+#include "../nvfs.h"
 
 #define PFS_RDMA_RESOLVE_MS	5000
 #define PFS_RDMA_ACK_TIMEOUT	19
@@ -714,11 +715,10 @@ struct device *pfs_rdma_dma_device(struct pfs_xprt *x)
 {
 	struct ib_device *dev = pfs_rdma(x)->id->device;
 
-	/*
-	 * A virtual-DMA device (soft-RoCE) has no DMA device: its own device
-	 * stands for it (only a test double of nvidia-fs maps for it).
-	 */
-	return dev->dma_device ?: &dev->dev;
+	if (dev->dma_device)
+		return dev->dma_device;
+	/* Soft-RoCE: its own device stands for the DMA device it lacks. */
+	return pfs_gpu_virtual_dma() ? &dev->dev : NULL;
 }
 
 const struct pfs_xprt_ops pfs_rdma_ops = {

@@ -82,8 +82,8 @@ struct pfs_xprt_ops {
 	void (*destroy)(struct pfs_xprt *x);
 	/*
 	 * The device that DMAs for the channel (GPU memory is mapped for
-	 * it), valid while the channel lives; NULL for transports that
-	 * cannot reach GPU memory.
+	 * it), valid while the channel lives; NULL (or no such operation)
+	 * when the channel cannot reach GPU memory.
 	 */
 	struct device *(*dma_device)(struct pfs_xprt *x);
 };

@@ -6,11 +6,14 @@
 # 1..64 MiB through "GPU" buffers, on a mount with two soft-RoCE rails:
 # the data is what libpfs reads back, every byte went by RDMA on the rail
 # the double ranks nearest (and on the other once that one is ranked
-# nearest), none through CPU memory. A buffer mixing CPU and GPU pages
-# fails with EINVAL; a GPU buffer on a TCP mount with EOPNOTSUPP. The double
-# unregisters while a transfer is in flight: that waits for it, and it
-# completes. Both load orders work, pfs.ko cannot be unloaded while the
-# double is registered, and no registration of memory is left behind.
+# nearest), none through CPU memory; when the nearest rail goes down in the
+# middle of a transfer, the rest goes by the other. A buffer mixing CPU and
+# GPU pages fails with EINVAL; a GPU buffer on a TCP mount with EOPNOTSUPP.
+# The double unregisters while a transfer is in flight: that waits for it,
+# and it completes. Both load orders work, pfs.ko cannot be unloaded while
+# the double is registered, and no registration of memory is left behind.
+# Soft-RoCE cannot DMA: GPU transfers use it only with pfs.ko's
+# gpu_virtual_dma=1, which the double needs; by default they are refused.
 . "$(dirname "$0")/lib.sh"
 
 mnt=/mnt/pfs
@@ -86,7 +89,8 @@ start_rdma_cluster 2
 pfs_ctl mkdir /gpu
 pfs_ctl entry set --num-targets 4 --chunk-size 1M /gpu
 mark=$(dmesg_mark)
-load_module
+# Soft-RoCE has no DMA: GPU transfers may use it only for the double.
+load_module gpu_virtual_dma=1
 mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 load_mock
 [ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register with pfs.ko"
@@ -103,6 +107,26 @@ step "rxe0c ranked nearest: the other rail"
 echo rxe0c > $mock_par/near
 gpu_round $((8 << 20)) 4 pfsr0c pfsr1c
 pfs_ctl stats client "$mnt"
+
+step "the rail nearest the GPU goes down mid-transfer: the rest goes by the other"
+"$gpu_io" pattern /tmp/want $((64 << 20)) 3
+errors0=$(rail_stat pfsr0c errors)
+bytes1=$(rail_stat pfsr1c bytes)
+# The storage servers stopped: the transfer is in flight on rxe0c when it goes.
+kill -STOP $(storage_pids)
+"$gpu_io" read "$mnt/gpu/f$((64 << 20))" $((64 << 20)) /tmp/got 2> /tmp/down.err &
+reader=$!
+wait_until "GPU memory mapped for the transfer" eval '[ "$(cat $mock_par/live)" -gt 0 ]'
+rail_down 0
+kill -CONT $(storage_pids)
+wait $reader || fail "the GPU read whose rail went down failed: $(cat /tmp/down.err)"
+rail_up 0
+cmp /tmp/want /tmp/got || fail "the GPU read whose rail went down read other bytes"
+echo "  pfsr0c errors +$(($(rail_stat pfsr0c errors) - errors0)), pfsr1c +$(($(rail_stat pfsr1c bytes) - bytes1)) bytes"
+[ "$(rail_stat pfsr0c errors)" -gt "$errors0" ] || fail "the rail taken down shows no error"
+[ "$(rail_stat pfsr1c bytes)" -gt "$bytes1" ] || fail "nothing went by the other rail"
+[ "$(gpu_stat copies)" -eq 0 ] || fail "GPU data was copied through CPU memory"
+[ "$(cat $mock_par/live)" -eq 0 ] || fail "GPU mappings left: $(cat $mock_par/live)"
 
 step "a buffer mixing CPU and GPU pages: EINVAL"
 m2=$(dmesg_mark)
@@ -135,10 +159,22 @@ umount_pfs "$mnt"
 [ "$(kernel_mrs)" -eq 0 ] || fail "registrations of pfs.ko left: $(rdma res show mr)"
 unload_module
 
-step "the double first, then pfs.ko"
+step "the double first, then pfs.ko; soft-RoCE refuses GPU memory by default"
 load_mock
 [ "$(cat $mock_par/registered)" -eq 0 ] || fail "the double registered without pfs.ko"
 load_module
+mount_pfs "$mnt" rails=pfsr0c:pfsr1c
+if "$gpu_io" read "$mnt/gpu/f$((8 << 20))" $((8 << 20)) /tmp/got 2> /tmp/virt.err; then
+	fail "a GPU read went over soft-RoCE without gpu_virtual_dma"
+fi
+grep -q "Operation not supported" /tmp/virt.err || fail "GPU read over soft-RoCE: $(cat /tmp/virt.err)"
+echo "GPU read over soft-RoCE by default: $(cat /tmp/virt.err)"
+expect_dmesg "$mark" "no RDMA device that can DMA to it"
+[ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register once opened"
+umount_pfs "$mnt"
+echo unregister > $mock_dev
+unload_module
+load_module gpu_virtual_dma=1
 mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 echo rxe1c > $mock_par/near
 # nvidia-fs looks for file systems when it is opened: the transfer's open.
