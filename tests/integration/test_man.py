@@ -12,7 +12,7 @@ TOP = pathlib.Path(__file__).resolve().parents[2]
 BIN_DIR = pathlib.Path(os.environ.get("PFS_BIN_DIR", TOP / "build"))
 MAN = BIN_DIR / "man"
 PROGRAMS = {"pfs-mgmtd": "server/mgmtd", "pfs-meta": "server/meta", "pfs-storage": "server/storage",
-            "pfs-ctl": "utils/ctl", "pfs-bench": "tests/bench", "pfs-setup": "utils"}
+            "pfs-ctl": "utils/ctl", "pfs-bench": "tests/bench", "pfs-setup": "utils", "pfs-nvidia-fs-dkms": "utils"}
 
 
 def render(page):
@@ -30,7 +30,7 @@ class ManualPages(unittest.TestCase):
         pages = sorted(MAN.glob("*.[58]"))
         self.assertEqual({p.name for p in pages},
                          {"pfs-mgmtd.8", "pfs-meta.8", "pfs-storage.8", "pfs-ctl.8", "pfs-bench.8", "pfs-setup.8", "mount.pfs.8",
-                          "pfs.conf.5"})
+                          "pfs-nvidia-fs-dkms.8", "pfs.conf.5"})
         for page in pages:
             with self.subTest(page=page.name):
                 rc, err = render(page)

@@ -142,6 +142,9 @@ kill -STOP $(storage_pids)
 "$gpu_io" read "$mnt/gpu/f$((64 << 20))" $((64 << 20)) /tmp/got 2> /tmp/inflight.err &
 reader=$!
 wait_until "GPU memory mapped for the transfer" eval '[ "$(cat $mock_par/live)" -gt 0 ]'
+if rmmod pfs_nvfs_mock 2> /dev/null; then
+	fail "the double unloaded while pfs.ko had GPU memory mapped through it"
+fi
 echo unregister > $mock_dev &
 unreg=$!
 wait_until "the unregister waiting" eval 'dmesg_since $m3 | grep -q "waiting for .* GPU transfers"'
