@@ -176,6 +176,12 @@ static int pfs_chunk_read_done(struct pfs_chunk_req *r)
 				    got + r->rpc.reply_len, r->len);
 		return -EIO;
 	}
+	if (got < r->len && r->rpc.gpu) {
+		/* Asked to send zeros (PFS_FLAG_ZERO_FILL): the CPU cannot. */
+		pr_warn_ratelimited("storage target sent %u of %u bytes into GPU memory\n",
+				    got, r->len);
+		return -EIO;
+	}
 	if (got < r->len) {
 		iov_iter_advance(&r->data, got);
 		if (iov_iter_zero(r->len - got, &r->data) != r->len - got)

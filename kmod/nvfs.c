@@ -30,16 +30,6 @@ static DEFINE_PER_CPU(long, pfs_gpu_inflight);	/* begun, not ended */
 static DECLARE_WAIT_QUEUE_HEAD(pfs_gpu_idle);
 static bool pfs_nvfs_leaving;			/* an unregister waits */
 
-static bool gpu_virtual_dma;
-module_param(gpu_virtual_dma, bool, 0444);
-MODULE_PARM_DESC(gpu_virtual_dma,
-		 "GPU transfers may use RDMA devices without DMA (soft-RoCE): only for a test double of nvidia-fs, whose GPU pages are CPU memory");
-
-bool pfs_gpu_virtual_dma(void)
-{
-	return gpu_virtual_dma;
-}
-
 int pfs_v1_register_nvfs_dma_ops(struct nvfs_dma_rw_ops *ops)
 {
 	int err = 0;
@@ -100,6 +90,8 @@ void pfs_v1_unregister_nvfs_dma_ops(void)
 			pr_info("nvidia-fs unregisters: waiting for %ld GPU transfers\n",
 				pfs_gpu_inflight_sum());
 	}
+	/* What the transfers did with the operations comes before our return. */
+	smp_mb();
 	WRITE_ONCE(pfs_nvfs_leaving, false);
 	mutex_unlock(&pfs_nvfs_lock);
 	pr_info("nvidia-fs unregistered%s\n",
@@ -110,6 +102,11 @@ EXPORT_SYMBOL_GPL(pfs_v1_unregister_nvfs_dma_ops);
 bool pfs_gpu_registered(void)
 {
 	return rcu_access_pointer(pfs_nvfs_ops);
+}
+
+bool pfs_gpu_virtual_ok(const struct pfs_gpu_io *g)
+{
+	return g->ops->ft_bmap & PFS_NVFS_FT_CPU_PAGES;
 }
 
 int pfs_gpu_begin(struct page **pages, unsigned int n, struct pfs_gpu_io *g)
@@ -146,6 +143,8 @@ void pfs_gpu_end(struct pfs_gpu_io *g)
 	if (!g->ops)
 		return;
 	g->ops = NULL;
+	/* Every use of nvidia-fs' operations happens before the count falls. */
+	smp_mb();
 	this_cpu_dec(pfs_gpu_inflight);
 	/* Pairs with the unregister's wait: it sees the count or is woken. */
 	smp_mb();
@@ -167,7 +166,8 @@ int pfs_gpu_map(const struct pfs_gpu_io *g, struct device *dev,
 		return mapped;
 	pr_warn_ratelimited("nvidia-fs could not map %d GPU pages for %s (%d)\n",
 			    n, dev_name(dev), mapped);
-	return mapped == PFS_NVFS_BAD_REQ ? -EINVAL : -EIO;
+	/* Not -EIO: a request that fails so is not sent again elsewhere. */
+	return mapped == PFS_NVFS_BAD_REQ ? -EINVAL : -EFAULT;
 }
 
 void pfs_gpu_unmap(const struct pfs_gpu_io *g, struct device *dev,

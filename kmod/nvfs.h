@@ -31,6 +31,13 @@ struct nvfs_rdma_info;
 #define PFS_NVFS_FT_IS_GPU_PAGE		(1ULL << 2)
 #define PFS_NVFS_FT_DEVICE_PRIORITY	(1ULL << 3)
 #define PFS_NVFS_FT_GPU_SGLIST_RDMA_INFO (1ULL << 4)
+/*
+ * Not nvidia-fs': a test double whose "GPU" pages are CPU memory says so,
+ * and RDMA devices without DMA (soft-RoCE, which copies with the CPU at
+ * kernel virtual addresses) may then carry them. Real GPU memory has no
+ * such addresses: without this bit, only devices that DMA are used.
+ */
+#define PFS_NVFS_FT_CPU_PAGES		(1ULL << 63)
 
 /* What pfs.ko calls: mapping scatterlists, telling GPU pages and their GPU. */
 #define PFS_NVFS_FT_NEEDED (PFS_NVFS_FT_MAP_SGLIST | PFS_NVFS_FT_IS_GPU_PAGE | \
@@ -96,7 +103,7 @@ void pfs_gpu_end(struct pfs_gpu_io *g);
 unsigned int pfs_gpu_priority(const struct pfs_gpu_io *g, struct device *dev);
 /*
  * Maps n entries of GPU pages for dev (nvidia-fs fills their DMA
- * addresses): the entries mapped, or -errno.
+ * addresses): the entries mapped, -EINVAL (not GPU pages) or -EFAULT.
  */
 int pfs_gpu_map(const struct pfs_gpu_io *g, struct device *dev,
 		struct scatterlist *sg, int n, enum dma_data_direction dir);
@@ -104,12 +111,7 @@ void pfs_gpu_unmap(const struct pfs_gpu_io *g, struct device *dev,
 		   struct scatterlist *sg, int n, enum dma_data_direction dir);
 /* nvidia-fs' operations are registered now. */
 bool pfs_gpu_registered(void);
-/*
- * RDMA devices without DMA (soft-RoCE: the CPU copies, at kernel virtual
- * addresses) may carry GPU transfers: never with a real GPU, whose memory
- * the CPU cannot address that way; the gpu_virtual_dma parameter allows it
- * for a test double of nvidia-fs.
- */
-bool pfs_gpu_virtual_dma(void);
+/* An RDMA device without DMA (soft-RoCE) may carry g (PFS_NVFS_FT_CPU_PAGES). */
+bool pfs_gpu_virtual_ok(const struct pfs_gpu_io *g);
 
 #endif /* PFS_NVFS_H */

@@ -238,7 +238,7 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
                 log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", frame.error().message}});
             break;
         }
-        if (frame->header.flags & ~(PFS_FLAG_GROUPS | PFS_FLAG_BULK)) {
+        if (frame->header.flags & ~(PFS_FLAG_GROUPS | PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL)) {
             log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
             break;
         }

@@ -73,9 +73,16 @@ enum pfs_flags {
 	 * before it answers.
 	 */
 	PFS_FLAG_BULK = 1u << 3,
+	/*
+	 * request (CHUNK_READ): the reply's bulk data covers the whole length
+	 * asked, zeros where the chunk file has no data (a hole, past its
+	 * end), instead of stopping short for the requester to zero the rest:
+	 * it cannot write them with its CPU (GPU memory).
+	 */
+	PFS_FLAG_ZERO_FILL = 1u << 4,
 };
 #define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS | \
-			 PFS_FLAG_BULK)
+			 PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL)
 
 enum pfs_bulk_place {
 	PFS_BULK_INLINE = 0,	/* the bytes are in the frame's payload */

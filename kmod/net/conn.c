@@ -27,6 +27,7 @@
 #include <linux/uidgid.h>
 
 #include "net_int.h"
+#include "../nvfs.h"
 
 #define PFS_SCRATCH_SIZE	4096
 #define PFS_CONN_HEAD_MAX	4	/* header, bulk block, groups, body */
@@ -206,6 +207,18 @@ static u32 pfs_bulk_block(struct pfs_conn *c, struct pfs_rpc *rpc, u8 *buf,
 	return len;
 }
 
+/* c's device can DMA to GPU memory (or copy, for a test double's pages). */
+static bool pfs_conn_reaches_gpu(struct pfs_conn *c,
+				 const struct pfs_gpu_io *gpu)
+{
+	bool virt;
+
+	if (!c->xprt->ops->dma_device ||
+	    !c->xprt->ops->dma_device(c->xprt, &virt))
+		return false;
+	return !virt || pfs_gpu_virtual_ok(gpu);
+}
+
 int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 {
 	size_t data_len = rpc->req_data ? iov_iter_count(rpc->req_data) : 0;
@@ -232,8 +245,7 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (rpc->reply_data && !rpc->bulk)
 		return -EINVAL;
 	/* The CPU cannot reach GPU memory: it never goes into frames. */
-	if (rpc->gpu && (!c->xprt->ops->dma_device ||
-			 !c->xprt->ops->dma_device(c->xprt)))
+	if (rpc->gpu && !pfs_conn_reaches_gpu(c, rpc->gpu))
 		return -EOPNOTSUPP;
 	if (rpc->bulk && (data_len > PFS_MAX_IO ||
 			  (rpc->reply_data &&
@@ -297,9 +309,12 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	/* Metadata servers check permissions: they get our groups too. */
 	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
 		ngroups = pfs_groups_block(groups, sizeof(groups));
+	/* The CPU cannot zero what a read leaves out of GPU memory. */
 	pfs_frame_header(c->net, rpc->type,
 			 (ngroups ? PFS_FLAG_GROUPS : 0) |
-			 (nbulk ? PFS_FLAG_BULK : 0), id,
+			 (nbulk ? PFS_FLAG_BULK : 0) |
+			 (rpc->gpu && rpc->reply_data ? PFS_FLAG_ZERO_FILL : 0),
+			 id,
 			 nbulk + ngroups + rpc->req_len + data_len, hdr);
 	head[nhead++] = (struct kvec){ .iov_base = hdr, .iov_len = sizeof(hdr) };
 	if (nbulk)

@@ -117,10 +117,12 @@ struct pfs_route {
 	struct pfs_conn **slots;	/* nslots of them */
 	/*
 	 * the DMA device of its last connection (held), for GPU memory; NULL
-	 * when it has none, or (!dev_known) when it had no connection yet
+	 * when it had no connection yet (!dev_known) or cannot DMA at all;
+	 * dma_virt: a device that copies with the CPU (soft-RoCE)
 	 */
 	struct device *dma_dev;
 	bool dev_known;
+	bool dma_virt;
 };
 
 struct pfs_node {

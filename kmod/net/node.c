@@ -275,6 +275,13 @@ static struct pfs_route *pfs_node_choose(struct pfs_node *node)
 	return best ?: tcp;
 }
 
+/* Path p's device can DMA to g's memory (or copy, for a test double's). */
+static bool pfs_route_reaches_gpu(const struct pfs_route *p,
+				  const struct pfs_gpu_io *g)
+{
+	return p->dma_dev && (!p->dma_virt || pfs_gpu_virtual_ok(g));
+}
+
 /*
  * The path a transfer on GPU memory takes: the usable RDMA path whose
  * device nvidia-fs ranks nearest the GPU, the least busy among equals;
@@ -295,7 +302,7 @@ static struct pfs_route *pfs_node_choose_gpu(struct pfs_node *node,
 		u64 load;
 
 		if (!pfs_route_usable_rdma(node, p) ||
-		    (p->dev_known && !p->dma_dev))
+		    (p->dev_known && !pfs_route_reaches_gpu(p, gpu)))
 			continue;
 		rank = p->dma_dev ? pfs_gpu_priority(gpu, p->dma_dev) :
 				    UINT_MAX;
@@ -350,6 +357,7 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 				  PFS_CONN_META : PFS_CONN_STORAGE;
 	struct pfs_conn *c, *old = NULL;
 	struct device *dev;
+	bool virt = false;
 	unsigned int i;
 
 	c = pfs_conn_open(node->net, p->ops, &p->src, &p->dst, node->name,
@@ -367,10 +375,11 @@ static struct pfs_conn *pfs_route_grow(struct pfs_node *node,
 	if (p->rail >= 0)
 		pfs_rail_works(node->net, p->rail);
 	pfs_conn_get(c);		/* the caller's; the slot keeps one */
-	dev = p->ops->dma_device ? get_device(p->ops->dma_device(c->xprt)) :
-				   NULL;
+	dev = p->ops->dma_device ?
+	      get_device(p->ops->dma_device(c->xprt, &virt)) : NULL;
 	spin_lock(&node->lock);
 	swap(p->dma_dev, dev);
+	p->dma_virt = virt;
 	p->dev_known = true;
 	for (i = 0; i < node->nslots; i++) {
 		if (!p->slots[i] || pfs_conn_dead(p->slots[i])) {
@@ -465,20 +474,25 @@ static void pfs_node_learn_devices(struct pfs_node *node)
 }
 
 /* No path for a transfer on GPU memory: why, as an errno. */
-static int pfs_node_no_gpu_path(struct pfs_node *node)
+static int pfs_node_no_gpu_path(struct pfs_node *node,
+				 const struct pfs_gpu_io *gpu)
 {
-	bool rdma = false;
+	bool rdma = false, gpu_path = false;
 	unsigned int i;
 
+	spin_lock(&node->lock);
 	for (i = 0; i < node->npaths; i++) {
 		struct pfs_route *p = &node->paths[i];
 
 		if (!pfs_route_rdma(p))
 			continue;
 		rdma = true;
-		if (!READ_ONCE(p->dev_known) || READ_ONCE(p->dma_dev))
-			return -EIO;	/* down or backing off: may come back */
+		if (!p->dev_known || pfs_route_reaches_gpu(p, gpu))
+			gpu_path = true;
 	}
+	spin_unlock(&node->lock);
+	if (gpu_path)
+		return -EIO;	/* down or backing off: it may come back */
 	pr_warn_ratelimited("%s: GPU memory moves by RDMA only, and this mount has %s: EOPNOTSUPP\n",
 			    node->name, rdma ?
 			    "no RDMA device that can DMA to it (soft-RoCE?)" :
@@ -503,7 +517,7 @@ int pfs_rpc_start(struct pfs_node *node, struct pfs_rpc *rpc)
 		p = rpc->gpu ? pfs_node_choose_gpu(node, rpc->gpu) :
 			       pfs_node_choose(node);
 		if (!p && rpc->gpu)
-			return pfs_node_no_gpu_path(node);
+			return pfs_node_no_gpu_path(node, rpc->gpu);
 		if (!p)
 			return -EIO;	/* transport=rdma, every rail down */
 		c = pfs_route_conn(node, p);

@@ -23,9 +23,15 @@
 
 #include "net_int.h"
 #include "rdma.h"
-#include "../nvfs.h"
 
 #define PFS_RDMA_RESOLVE_MS	5000
+/*
+ * One try at resolving an address: the neighbour update rdma_cm waits for
+ * can come before its request is queued (an ARP answer right after a link
+ * came up), and it then sits out its whole limit; a second try finds the
+ * neighbour known.
+ */
+#define PFS_RDMA_RESOLVE_TRY_MS	1000
 #define PFS_RDMA_ACK_TIMEOUT	19
 
 static struct pfs_rdma *pfs_rdma(struct pfs_xprt *x)
@@ -106,6 +112,11 @@ static int pfs_rdma_cm_handler(struct rdma_cm_id *id,
 		complete(&r->cm_done);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		/* -ETIMEDOUT: worth another try (PFS_RDMA_RESOLVE_TRY_MS) */
+		r->cm_status = ev->status == -ETIMEDOUT ? -ETIMEDOUT :
+							  -EHOSTUNREACH;
+		complete(&r->cm_done);
+		break;
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 		r->cm_status = -EHOSTUNREACH;
@@ -609,6 +620,32 @@ static int pfs_rdma_cm_wait(struct pfs_rdma *r, unsigned long deadline)
 	return r->cm_status;
 }
 
+/* Address and route of addr before deadline, in tries (see above). */
+static int pfs_rdma_resolve(struct pfs_rdma *r,
+			    const struct sockaddr_storage *src,
+			    const struct sockaddr_storage *addr,
+			    unsigned long deadline)
+{
+	int err;
+
+	do {
+		long left = (long)(deadline - jiffies);
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		err = rdma_resolve_addr(r->id,
+					src && src->ss_family != AF_UNSPEC ?
+					(struct sockaddr *)src : NULL,
+					(struct sockaddr *)addr,
+					min_t(unsigned long,
+					      jiffies_to_msecs(left),
+					      PFS_RDMA_RESOLVE_TRY_MS));
+		if (!err)
+			err = pfs_rdma_cm_wait(r, deadline);
+	} while (err == -ETIMEDOUT && time_before(jiffies, deadline));
+	return err;
+}
+
 static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 					 const struct sockaddr_storage *src,
 					 const struct sockaddr_storage *addr,
@@ -618,6 +655,7 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
 	struct rdma_conn_param param = {};
 	u8 hello[PFS_RDMA_HELLO_LEN];
+	const char *step = "resolving the address";
 	struct pfs_rdma *r;
 	int err;
 
@@ -639,13 +677,7 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 		kfree(r);
 		return ERR_PTR(err);
 	}
-	err = rdma_resolve_addr(r->id,
-				src && src->ss_family != AF_UNSPEC ?
-				(struct sockaddr *)src : NULL,
-				(struct sockaddr *)addr,
-				min(timeout_ms, PFS_RDMA_RESOLVE_MS));
-	if (!err)
-		err = pfs_rdma_cm_wait(r, deadline);	/* route resolved */
+	err = pfs_rdma_resolve(r, src, addr, deadline);
 	/*
 	 * A generous ACK timeout (4.096 us << 19, about 2 s): soft-RoCE
 	 * under TCG answers late, and each needless retransmission costs.
@@ -661,6 +693,7 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 	if (!err)
 		pfs_rdma_watch(r);
 	if (!err) {
+		step = "connecting";
 		pfs_rdma_hello(hello, PFS_RDMA_DEPTH, PFS_RDMA_MSG_SIZE);
 		param.private_data = hello;
 		param.private_data_len = sizeof(hello);
@@ -676,6 +709,8 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 	if (!err)
 		err = pfs_rdma_setup_reg_qp(r);
 	if (err) {
+		pr_info_ratelimited("RDMA connection to %pISpc: %s failed (%d)\n",
+				    addr, step, err);
 		pfs_rdma_fail(r, "connect failed");
 		if (r->qp)
 			rdma_disconnect(r->id);
@@ -711,14 +746,13 @@ static void pfs_rdma_destroy(struct pfs_xprt *x)
 		pfs_rdma_teardown(r);
 }
 
-struct device *pfs_rdma_dma_device(struct pfs_xprt *x)
+struct device *pfs_rdma_dma_device(struct pfs_xprt *x, bool *virt)
 {
 	struct ib_device *dev = pfs_rdma(x)->id->device;
 
-	if (dev->dma_device)
-		return dev->dma_device;
 	/* Soft-RoCE: its own device stands for the DMA device it lacks. */
-	return pfs_gpu_virtual_dma() ? &dev->dev : NULL;
+	*virt = !dev->dma_device;
+	return dev->dma_device ?: &dev->dev;
 }
 
 const struct pfs_xprt_ops pfs_rdma_ops = {

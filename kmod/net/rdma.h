@@ -115,7 +115,7 @@ void pfs_rdma_fail(struct pfs_rdma *r, const char *why);
 void pfs_rdma_stop(struct pfs_rdma *r, const char *why);
 
 /* The device GPU memory is mapped for (pfs_rdma_ops.dma_device). */
-struct device *pfs_rdma_dma_device(struct pfs_xprt *x);
+struct device *pfs_rdma_dma_device(struct pfs_xprt *x, bool *virt);
 
 /* rdma_link.c: the port and interface watch over a live connection. */
 void pfs_rdma_watch(struct pfs_rdma *r);

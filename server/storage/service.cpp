@@ -138,6 +138,12 @@ awaitable<Reply> StorageService::read(Request& req) {
     if (!target) co_return unknown_target(io->chunk.target_id);
     auto data = co_await target->store->read(io->chunk.file, io->offset, io->length);
     if (!data) co_return failed(*target, data.error());
+    if ((req.frame.header.flags & PFS_FLAG_ZERO_FILL) && data->size() < io->length) {
+        // The requester cannot zero the rest itself (GPU memory): a hole is sent as zeros.
+        Bytes whole(io->length, 0);
+        std::copy(data->begin(), data->end(), whole.begin());
+        co_return Reply::ok_data(SharedBytes(std::move(whole)));
+    }
     co_return Reply::ok_data(std::move(*data));
 }
 

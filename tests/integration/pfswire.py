@@ -10,7 +10,7 @@ import struct
 HEADER = struct.Struct("<IHHIIQIIQQ")
 MAGIC = 0x31534650
 VERSION = 4
-FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
+FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK, FLAG_ZERO_FILL = 1, 2, 4, 8, 16
 BULK_INLINE = 0
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND_CLIENT": 5,
        "REGISTER_NODE": 100, "REGISTER_TARGET": 101, "HEARTBEAT": 102, "GET_NODES": 103, "GET_TARGETS": 104,
@@ -163,10 +163,10 @@ class Conn:
         assert status == 0, f"BIND_CLIENT refused: {status}"
         return struct.unpack("<Q", body)[0]
 
-    def call(self, msg_type, payload=b"", client_id=0, uid=0, gid=0, bulk=None):
+    def call(self, msg_type, payload=b"", client_id=0, uid=0, gid=0, bulk=None, flags=0):
         """Returns (status, body) of the reply, skipping notifications (a bulk
         reply's body is followed by its data)."""
-        request_id = self.send(msg_type, payload, client_id=client_id, uid=uid, gid=gid, bulk=bulk)
+        request_id = self.send(msg_type, payload, flags=flags, client_id=client_id, uid=uid, gid=gid, bulk=bulk)
         while True:
             got_type, flags, got_id, body = self.read_frame()
             if flags & FLAG_NOTIFY:

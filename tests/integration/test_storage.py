@@ -118,6 +118,20 @@ class StorageServer(LogsOnFailure, unittest.TestCase):
                             f.seek(offset)
                             self.assertEqual(f.read(), data)
 
+    def test_zero_fill_reads_the_whole_length(self):
+        """PFS_FLAG_ZERO_FILL (reads into GPU memory, which the client's CPU
+        cannot zero): a hole, the end of a chunk and a chunk never written
+        come back as zeros instead of short."""
+        t, ino, data = self.targets[0], self.ino(), self.data(1000)
+        self.write(t, ino, 4096, data)
+        self.assertEqual(self.read(t, ino, 0, 8192), bytes(4096) + data)  # short without the flag
+        for target, chunk, length, want in ((t, ino, 8192, bytes(4096) + data + bytes(8192 - 5096)),
+                                            (t, self.ino(), 4096, bytes(4096))):
+            status, body = self.conn.call(MSG["CHUNK_READ"], pfswire.chunk_io(target, chunk, 0, length),
+                                          flags=pfswire.FLAG_ZERO_FILL)
+            self.assertEqual(status, 0)
+            self.assertEqual(body, want)
+
     def test_never_written_chunk_is_empty(self):
         ino = self.ino()
         self.assertEqual(self.read(self.targets[0], ino, 0, 4096), b"")

@@ -12,8 +12,9 @@
 # The double unregisters while a transfer is in flight: that waits for it,
 # and it completes. Both load orders work, pfs.ko cannot be unloaded while
 # the double is registered, and no registration of memory is left behind.
-# Soft-RoCE cannot DMA: GPU transfers use it only with pfs.ko's
-# gpu_virtual_dma=1, which the double needs; by default they are refused.
+# A file's holes reach GPU memory as zeros the servers write. Soft-RoCE
+# cannot DMA: GPU transfers use it only when the double says its "GPU"
+# pages are CPU memory (cpu_pages=1, its default); nvidia-fs' are refused.
 . "$(dirname "$0")/lib.sh"
 
 mnt=/mnt/pfs
@@ -89,8 +90,7 @@ start_rdma_cluster 2
 pfs_ctl mkdir /gpu
 pfs_ctl entry set --num-targets 4 --chunk-size 1M /gpu
 mark=$(dmesg_mark)
-# Soft-RoCE has no DMA: GPU transfers may use it only for the double.
-load_module gpu_virtual_dma=1
+load_module
 mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 load_mock
 [ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register with pfs.ko"
@@ -107,6 +107,22 @@ step "rxe0c ranked nearest: the other rail"
 echo rxe0c > $mock_par/near
 gpu_round $((8 << 20)) 4 pfsr0c pfsr1c
 pfs_ctl stats client "$mnt"
+
+step "a GPU read of a file with holes: the servers send the zeros"
+f=$mnt/gpu/holes
+"$gpu_io" pattern /tmp/pat $((1 << 20)) 6
+truncate -s $((8 << 20)) "$f"
+dd if=/tmp/pat of="$f" bs=1M seek=3 conv=notrunc,fsync status=none
+{ head -c $((3 << 20)) /dev/zero; cat /tmp/pat; head -c $((4 << 20)) /dev/zero; } > /tmp/want
+echo 3 > /proc/sys/vm/drop_caches
+snapshot
+received=$(mount_stat rdma bulk_received)
+# The buffer is filled with 0xa5 first: only what the servers wrote is zero.
+"$gpu_io" read "$f" $((8 << 20)) /tmp/got || fail "GPU read of a file with holes failed"
+transferred $((8 << 20)) pfsr0c pfsr1c
+cmp /tmp/want /tmp/got || fail "a GPU read of holes did not read zeros"
+[ $(($(mount_stat rdma bulk_received) - received)) -eq $((8 << 20)) ] ||
+	fail "the servers did not write the holes' zeros: $(($(mount_stat rdma bulk_received) - received)) bytes"
 
 step "the rail nearest the GPU goes down mid-transfer: the rest goes by the other"
 "$gpu_io" pattern /tmp/want $((64 << 20)) 3
@@ -142,9 +158,6 @@ kill -STOP $(storage_pids)
 "$gpu_io" read "$mnt/gpu/f$((64 << 20))" $((64 << 20)) /tmp/got 2> /tmp/inflight.err &
 reader=$!
 wait_until "GPU memory mapped for the transfer" eval '[ "$(cat $mock_par/live)" -gt 0 ]'
-if rmmod pfs_nvfs_mock 2> /dev/null; then
-	fail "the double unloaded while pfs.ko had GPU memory mapped through it"
-fi
 echo unregister > $mock_dev &
 unreg=$!
 wait_until "the unregister waiting" eval 'dmesg_since $m3 | grep -q "waiting for .* GPU transfers"'
@@ -162,31 +175,21 @@ umount_pfs "$mnt"
 [ "$(kernel_mrs)" -eq 0 ] || fail "registrations of pfs.ko left: $(rdma res show mr)"
 unload_module
 
-step "the double first, then pfs.ko; soft-RoCE refuses GPU memory by default"
+step "the double first, then pfs.ko"
 load_mock
 [ "$(cat $mock_par/registered)" -eq 0 ] || fail "the double registered without pfs.ko"
 load_module
-mount_pfs "$mnt" rails=pfsr0c:pfsr1c
-if "$gpu_io" read "$mnt/gpu/f$((8 << 20))" $((8 << 20)) /tmp/got 2> /tmp/virt.err; then
-	fail "a GPU read went over soft-RoCE without gpu_virtual_dma"
-fi
-grep -q "Operation not supported" /tmp/virt.err || fail "GPU read over soft-RoCE: $(cat /tmp/virt.err)"
-echo "GPU read over soft-RoCE by default: $(cat /tmp/virt.err)"
-expect_dmesg "$mark" "no RDMA device that can DMA to it"
-[ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register once opened"
-umount_pfs "$mnt"
-echo unregister > $mock_dev
-unload_module
-load_module gpu_virtual_dma=1
 mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 echo rxe1c > $mock_par/near
 # nvidia-fs looks for file systems when it is opened: the transfer's open.
 gpu_round $((8 << 20)) 5 pfsr1c pfsr0c
 [ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register once opened"
+umount_pfs "$mnt"
 if rmmod pfs 2> /tmp/rmmod.err; then
 	fail "pfs.ko unloaded while nvidia-fs holds its registration"
 fi
 echo "rmmod pfs while registered: $(cat /tmp/rmmod.err)"
+mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 
 step "a GPU buffer on a TCP mount: EOPNOTSUPP"
 mount_pfs "$tcp_mnt" transport=tcp
@@ -198,10 +201,22 @@ grep -q "Operation not supported" /tmp/tcp.err || fail "GPU read on TCP: $(cat /
 echo "GPU read on a TCP mount: $(cat /tmp/tcp.err)"
 after=$(awk '$1 == "device" { m = $5 } m == "'$tcp_mnt'" && $1 == "gpu" { print $10 }' /proc/self/mountstats)
 [ "$after" -gt "$errors" ] || fail "the TCP mount counted no GPU error"
-expect_dmesg "$mark" "GPU memory moves by RDMA only"
+expect_dmesg "$mark" "GPU memory moves by RDMA only, and this mount has no RDMA path"
 umount_pfs "$tcp_mnt"
 
 step "the double unloaded first, then pfs.ko"
+rmmod pfs_nvfs_mock || fail "rmmod of the double failed"
+
+step "a double whose GPU pages are not CPU memory (as nvidia-fs'): soft-RoCE refused"
+m4=$(dmesg_mark)
+insmod "$mock_ko" cpu_pages=0 || fail "insmod $mock_ko cpu_pages=0 failed"
+[ "$(cat $mock_par/registered)" -eq 1 ] || fail "the double did not register with pfs.ko loaded"
+if "$gpu_io" read "$mnt/gpu/f$((8 << 20))" $((8 << 20)) /tmp/got 2> /tmp/virt.err; then
+	fail "GPU memory went over soft-RoCE, which cannot DMA"
+fi
+grep -q "Operation not supported" /tmp/virt.err || fail "GPU read over soft-RoCE: $(cat /tmp/virt.err)"
+echo "GPU read over soft-RoCE from nvidia-fs-like pages: $(cat /tmp/virt.err)"
+expect_dmesg "$m4" "no RDMA device that can DMA to it"
 rmmod pfs_nvfs_mock || fail "rmmod of the double failed"
 umount_pfs "$mnt"
 [ "$(kernel_mrs)" -eq 0 ] || fail "registrations of pfs.ko left: $(rdma res show mr)"

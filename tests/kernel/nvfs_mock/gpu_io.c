@@ -5,7 +5,10 @@
  * buffer is a "GPU" buffer mapped from the device.
  *
  *   pfs-gpu-io write FILE SIZE SEED [GPU]  writes SIZE bytes of pattern SEED
- *   pfs-gpu-io read FILE SIZE OUT [GPU]    reads SIZE bytes, saves them to OUT
+ *   pfs-gpu-io read FILE SIZE OUT [GPU]    reads SIZE bytes into a buffer
+ *                                          filled with 0xa5 first (a hole
+ *                                          must come back as zeros), saves
+ *                                          them to OUT
  *   pfs-gpu-io pattern OUT SIZE SEED       the pattern, into an ordinary file
  *   pfs-gpu-io mixed FILE                  one read into a buffer of a "GPU"
  *                                          half and a CPU half: must fail
@@ -110,6 +113,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "read") && argc >= 5 && size) {
 		buf = gpu_buffer(size, gpu, NULL);
+		memset(buf, 0xa5, size);
 		transfer(0, argv[2], buf, size);
 		save(argv[4], buf, size);
 		return 0;

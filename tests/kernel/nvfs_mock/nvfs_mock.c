@@ -13,15 +13,18 @@
  * pfs.ko again.
  *
  * Parameters: near (rw): the device name (dev_name) nearest every GPU, of
- * priority 0, others 100; registered, maps, unmaps, live (ro): whether
- * pfs.ko took the operations, scatterlists of GPU pages mapped and
- * unmapped, and mapped now. Each live mapping holds a reference on this
- * module, so it cannot be unloaded while pfs.ko might still unmap.
+ * priority 0, others 100; cpu_pages (load time, default 1): tell pfs.ko
+ * that the "GPU" pages are CPU memory (PFS_NVFS_FT_CPU_PAGES), so that
+ * soft-RoCE may carry them (0: like nvidia-fs); registered, maps, unmaps,
+ * live (ro): whether pfs.ko took the operations, scatterlists of GPU pages
+ * mapped and unmapped, and mapped now. Each live mapping holds a reference
+ * on this module, so it cannot be unloaded while pfs.ko might still unmap.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/dma-mapping.h>
 #include <linux/fs.h>
+#include <linux/kref.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -40,6 +43,12 @@
 
 /* pfn -> xa_mk_value(GPU number), for every page mapped from the device */
 static DEFINE_XARRAY(mock_gpu_pages);
+/* scatterlists mapped for DMA, until unmapped: what unmap undoes */
+static DEFINE_XARRAY(mock_mapped);
+
+static bool cpu_pages = true;
+module_param(cpu_pages, bool, 0444);
+MODULE_PARM_DESC(cpu_pages, "say that the \"GPU\" pages are CPU memory (soft-RoCE may carry them)");
 
 static DEFINE_SPINLOCK(mock_near_lock);
 static char mock_near[32];
@@ -102,6 +111,9 @@ static int mock_map_sg(struct device *dev, struct scatterlist *sgl,
 
 	if (gpu <= 0)
 		return gpu ? gpu : PFS_NVFS_BAD_REQ;
+	if (xa_err(xa_store(&mock_mapped, (unsigned long)sgl, xa_mk_value(1),
+			    GFP_KERNEL)))
+		return PFS_NVFS_IO_ERR;
 	for_each_sg(sgl, sg, nents, i) {
 		if (mock_real_dma(dev)) {
 			sg_dma_address(sg) = dma_map_page_attrs(dev,
@@ -123,6 +135,7 @@ undo:
 		dma_unmap_page_attrs(dev, sg_dma_address(sg), sg_dma_len(sg),
 				     dir, attrs);
 	}
+	xa_erase(&mock_mapped, (unsigned long)sgl);
 	return PFS_NVFS_IO_ERR;
 }
 
@@ -130,17 +143,18 @@ static int mock_unmap_sg(struct device *dev, struct scatterlist *sgl,
 			 int nents, enum dma_data_direction dir)
 {
 	struct scatterlist *sg;
-	int i, gpu = mock_classify(sgl, nents);
+	int i;
 
-	if (gpu <= 0)
-		return gpu;
+	/* Ours whatever became of the buffer since (its pages are pinned). */
+	if (!xa_erase(&mock_mapped, (unsigned long)sgl))
+		return mock_classify(sgl, nents) ? PFS_NVFS_IO_ERR : 0;
 	if (mock_real_dma(dev))
 		for_each_sg(sgl, sg, nents, i)
 			dma_unmap_page(dev, sg_dma_address(sg), sg_dma_len(sg),
 				       dir);
 	atomic64_inc(&mock_unmaps);
 	module_put(THIS_MODULE);
-	return gpu;
+	return nents;
 }
 
 static int mock_blk_rq_map_sg(struct request_queue *q, struct request *req,
@@ -216,7 +230,9 @@ static void mock_unregister(void)
 
 /* ---- the device: "GPU" buffers ---- */
 
+/* A buffer, shared by its vma and the vmas copied or split from it. */
 struct mock_buffer {
+	struct kref ref;
 	struct page **pages;
 	unsigned long npages;
 };
@@ -233,12 +249,27 @@ static void mock_buffer_free(struct mock_buffer *b)
 	kfree(b);
 }
 
+static void mock_buffer_release(struct kref *ref)
+{
+	mock_buffer_free(container_of(ref, struct mock_buffer, ref));
+}
+
+static void mock_vma_open(struct vm_area_struct *vma)
+{
+	struct mock_buffer *b = vma->vm_private_data;
+
+	kref_get(&b->ref);
+}
+
 static void mock_vma_close(struct vm_area_struct *vma)
 {
-	mock_buffer_free(vma->vm_private_data);
+	struct mock_buffer *b = vma->vm_private_data;
+
+	kref_put(&b->ref, mock_buffer_release);
 }
 
 static const struct vm_operations_struct mock_vm_ops = {
+	.open = mock_vma_open,
 	.close = mock_vma_close,
 };
 
@@ -249,9 +280,13 @@ static int mock_mmap(struct file *file, struct vm_area_struct *vma)
 	struct mock_buffer *b;
 	int err = -ENOMEM;
 
+	/* GPU memory is shared: a private copy of it would be CPU memory. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b)
 		return -ENOMEM;
+	kref_init(&b->ref);
 	b->pages = kvcalloc(n, sizeof(*b->pages), GFP_KERNEL);
 	if (!b->pages)
 		goto fail;
@@ -367,8 +402,11 @@ module_param_cb(live, &mock_count_ops, "live", 0444);
 
 static int __init mock_init(void)
 {
-	int err = misc_register(&mock_dev);
+	int err;
 
+	if (cpu_pages)
+		mock_ops.ft_bmap |= PFS_NVFS_FT_CPU_PAGES;
+	err = misc_register(&mock_dev);
 	if (err)
 		return err;
 	mock_probe();
@@ -381,6 +419,7 @@ static void __exit mock_exit(void)
 	mock_unregister();
 	misc_deregister(&mock_dev);
 	xa_destroy(&mock_gpu_pages);
+	xa_destroy(&mock_mapped);
 }
 
 module_init(mock_init);
