@@ -25,13 +25,6 @@
 #include "rdma.h"
 
 #define PFS_RDMA_RESOLVE_MS	5000
-/*
- * One try at resolving an address: the neighbour update rdma_cm waits for
- * can come before its request is queued (an ARP answer right after a link
- * came up), and it then sits out its whole limit; a second try finds the
- * neighbour known.
- */
-#define PFS_RDMA_RESOLVE_TRY_MS	1000
 #define PFS_RDMA_ACK_TIMEOUT	19
 
 static struct pfs_rdma *pfs_rdma(struct pfs_xprt *x)
@@ -112,11 +105,6 @@ static int pfs_rdma_cm_handler(struct rdma_cm_id *id,
 		complete(&r->cm_done);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
-		/* -ETIMEDOUT: worth another try (PFS_RDMA_RESOLVE_TRY_MS) */
-		r->cm_status = ev->status == -ETIMEDOUT ? -ETIMEDOUT :
-							  -EHOSTUNREACH;
-		complete(&r->cm_done);
-		break;
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 		r->cm_status = -EHOSTUNREACH;
@@ -620,32 +608,6 @@ static int pfs_rdma_cm_wait(struct pfs_rdma *r, unsigned long deadline)
 	return r->cm_status;
 }
 
-/* Address and route of addr before deadline, in tries (see above). */
-static int pfs_rdma_resolve(struct pfs_rdma *r,
-			    const struct sockaddr_storage *src,
-			    const struct sockaddr_storage *addr,
-			    unsigned long deadline)
-{
-	int err;
-
-	do {
-		long left = (long)(deadline - jiffies);
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		err = rdma_resolve_addr(r->id,
-					src && src->ss_family != AF_UNSPEC ?
-					(struct sockaddr *)src : NULL,
-					(struct sockaddr *)addr,
-					min_t(unsigned long,
-					      jiffies_to_msecs(left),
-					      PFS_RDMA_RESOLVE_TRY_MS));
-		if (!err)
-			err = pfs_rdma_cm_wait(r, deadline);
-	} while (err == -ETIMEDOUT && time_before(jiffies, deadline));
-	return err;
-}
-
 static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 					 const struct sockaddr_storage *src,
 					 const struct sockaddr_storage *addr,
@@ -677,7 +639,13 @@ static struct pfs_xprt *pfs_rdma_connect(struct net *ns,
 		kfree(r);
 		return ERR_PTR(err);
 	}
-	err = pfs_rdma_resolve(r, src, addr, deadline);
+	err = rdma_resolve_addr(r->id,
+				src && src->ss_family != AF_UNSPEC ?
+				(struct sockaddr *)src : NULL,
+				(struct sockaddr *)addr,
+				min(timeout_ms, PFS_RDMA_RESOLVE_MS));
+	if (!err)
+		err = pfs_rdma_cm_wait(r, deadline);	/* route resolved */
 	/*
 	 * A generous ACK timeout (4.096 us << 19, about 2 s): soft-RoCE
 	 * under TCG answers late, and each needless retransmission costs.
