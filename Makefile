@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm
 
 all: userspace kmod
 
@@ -52,6 +52,19 @@ deb:
 	mkdir -p $(BUILD)/deb
 	mv ../pfs-*_$(VERSION)_*.deb ../pfs_$(VERSION)_*.buildinfo ../pfs_$(VERSION)_*.changes $(BUILD)/deb/
 	lintian --fail-on error,warning $(BUILD)/deb/pfs_$(VERSION)_*.changes
+
+# RPM packages (packaging/rpm/pfs.spec) with Debian's rpmbuild, from a
+# tarball of HEAD; collected in $(BUILD)/rpm/RPMS/, checked by rpmlint. The
+# spec's BuildRequires name Fedora/RHEL packages, which Debian's rpm database
+# does not know: --nodeps (install-deps.sh installed their Debian twins).
+RPM_TOP := $(CURDIR)/$(BUILD)/rpm
+rpm: deps
+	@scripts/install-deps.sh --rpm
+	rm -rf $(RPM_TOP) && mkdir -p $(RPM_TOP)/SOURCES
+	git archive --format=tar.gz --prefix=pfs-$(VERSION)/ -o $(RPM_TOP)/SOURCES/pfs-$(VERSION).tar.gz HEAD
+	rpmbuild -bb --nodeps --define "_topdir $(RPM_TOP)" --define "pfs_version $(VERSION)" \
+		packaging/rpm/pfs.spec
+	rpmlint -c packaging/rpm/rpmlint.toml -r packaging/rpm/pfs.rpmlintrc $(RPM_TOP)/RPMS/*/*.rpm
 
 run: all
 	@utils/pfs-local start

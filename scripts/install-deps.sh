@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every package PFS needs to build and test, from Debian's archive.
 # Idempotent: does nothing when all are present. --check only reports;
-# --packaging adds what `make deb` needs.
+# --packaging adds what `make deb` needs, --rpm what `make rpm` needs.
 set -euo pipefail
 
 PACKAGES=(
@@ -18,13 +18,15 @@ PACKAGES=(
 )
 
 PACKAGING=(debhelper dh-dkms dkms lintian fakeroot)
+RPM=(rpm rpmlint git)
 
 check_only=0
 for arg in "$@"; do
   case $arg in
     --check) check_only=1 ;;
     --packaging) PACKAGES+=("${PACKAGING[@]}") ;;
-    *) echo "install-deps.sh: unknown option '$arg' (--check, --packaging)" >&2; exit 2 ;;
+    --rpm) PACKAGES+=("${RPM[@]}") ;;
+    *) echo "install-deps.sh: unknown option '$arg' (--check, --packaging, --rpm)" >&2; exit 2 ;;
   esac
 done
 
