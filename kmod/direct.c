@@ -97,13 +97,8 @@ static void pfs_unpin(struct pfs_pinned *p, bool dirty)
 static int pfs_window_kind(struct inode *inode, struct pfs_pinned *pin,
 			   int *kind, struct pfs_gpu_io *gpu)
 {
-	int k = pfs_gpu_begin(pin->pages, pin->npages, gpu);
+	int k = pfs_gpu_begin(pin->pages, pin->npages, *kind, gpu);
 
-	if (k >= 0 && *kind >= 0 && k != *kind) {
-		pr_warn_ratelimited("an O_DIRECT buffer mixes GPU and CPU pages: EINVAL\n");
-		pfs_gpu_end(gpu);
-		k = -EINVAL;
-	}
 	if (k < 0)
 		atomic64_inc(&pfs_net_gpu_stats(pfs_inode_net(inode))->errors);
 	else

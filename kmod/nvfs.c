@@ -109,33 +109,33 @@ bool pfs_gpu_virtual_ok(const struct pfs_gpu_io *g)
 	return g->ops->ft_bmap & PFS_NVFS_FT_CPU_PAGES;
 }
 
-int pfs_gpu_begin(struct page **pages, unsigned int n, struct pfs_gpu_io *g)
+int pfs_gpu_begin(struct page **pages, unsigned int n, int kind,
+		  struct pfs_gpu_io *g)
 {
 	const struct nvfs_dma_rw_ops *ops;
 	unsigned int i, gpus = 0;
+	int got;
 
-	g->ops = NULL;
-	if (!n)
-		return 0;
 	rcu_read_lock();
 	ops = rcu_dereference(pfs_nvfs_ops);
 	if (ops)
 		this_cpu_inc(pfs_gpu_inflight);
 	rcu_read_unlock();
-	if (!ops)
-		return 0;
 	g->ops = ops;
-	for (i = 0; i < n; i++)
+	for (i = 0; ops && i < n; i++)
 		gpus += ops->nvfs_is_gpu_page(pages[i]);
-	if (gpus == n) {
+	got = !gpus ? 0 : gpus == n ? 1 : -EINVAL;
+	if (got >= 0 && kind >= 0 && got != kind)
+		got = -EINVAL;		/* unlike the transfer's first pages */
+	if (got == 1) {
 		/* One buffer is one GPU's: nvidia-fs maps it as a whole. */
 		g->gpu = ops->nvfs_gpu_index(pages[0]);
 		return 1;
 	}
-	if (gpus)
+	if (got < 0)
 		pr_warn_ratelimited("an O_DIRECT buffer mixes GPU and CPU pages: EINVAL\n");
 	pfs_gpu_end(g);
-	return gpus ? -EINVAL : 0;
+	return got;
 }
 
 void pfs_gpu_end(struct pfs_gpu_io *g)

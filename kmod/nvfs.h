@@ -95,9 +95,11 @@ struct pfs_gpu_io {
 /*
  * Whether the n pinned pages of a transfer are GPU memory: 1 (g set,
  * counted in flight until pfs_gpu_end), 0 (CPU memory, or nvidia-fs not
- * registered), -EINVAL (CPU and GPU pages mixed).
+ * registered), -EINVAL (CPU and GPU pages mixed, or not the kind, 1 or 0,
+ * of the transfer's earlier pages; kind -1: none yet).
  */
-int pfs_gpu_begin(struct page **pages, unsigned int n, struct pfs_gpu_io *g);
+int pfs_gpu_begin(struct page **pages, unsigned int n, int kind,
+		  struct pfs_gpu_io *g);
 void pfs_gpu_end(struct pfs_gpu_io *g);
 /* How near dev (an RDMA device's DMA device) is to g's GPU; lower: nearer. */
 unsigned int pfs_gpu_priority(const struct pfs_gpu_io *g, struct device *dev);

@@ -719,7 +719,8 @@ struct device *pfs_rdma_dma_device(struct pfs_xprt *x, bool *virt)
 	struct ib_device *dev = pfs_rdma(x)->id->device;
 
 	/* Soft-RoCE: its own device stands for the DMA device it lacks. */
-	*virt = !dev->dma_device;
+	if (virt)
+		*virt = !dev->dma_device;
 	return dev->dma_device ?: &dev->dev;
 }
 

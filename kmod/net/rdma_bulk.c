@@ -319,14 +319,13 @@ static int pfs_rdma_register(struct pfs_rdma *r, struct pfs_rdma_req *req,
 	struct pfs_rdma_map *map = &req->maps[req->nmaps];
 	unsigned int off = 0;
 	int n, mapped, i = 0;
-	bool virt;
 
 	n = pfs_rdma_iter_sg(iter, len, &map->sg);
 	if (n < 0)
 		return n;
 	/* GPU memory: nvidia-fs gives the bus addresses the NIC uses. */
 	if (gpu)
-		mapped = pfs_gpu_map(gpu, pfs_rdma_dma_device(&r->xprt, &virt),
+		mapped = pfs_gpu_map(gpu, pfs_rdma_dma_device(&r->xprt, NULL),
 				     map->sg, n, dir);
 	else
 		mapped = ib_dma_map_sg(dev, map->sg, n, dir) ?: -EIO;
@@ -508,7 +507,6 @@ void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
 	struct pfs_rdma *r = pfs_rdma_of(x);
 	struct pfs_rdma_req *req = rpc->bulk_priv;
 	struct pfs_rdma_mr *m, *next;
-	bool virt;
 	int i;
 
 	if (!req)
@@ -533,7 +531,7 @@ void pfs_rdma_bulk_unmap(struct pfs_xprt *x, struct pfs_rpc *rpc)
 		struct pfs_rdma_map *map = &req->maps[i];
 
 		if (map->gpu.ops)
-			pfs_gpu_unmap(&map->gpu, pfs_rdma_dma_device(x, &virt),
+			pfs_gpu_unmap(&map->gpu, pfs_rdma_dma_device(x, NULL),
 				      map->sg, map->nents, map->dir);
 		else
 			ib_dma_unmap_sg(r->id->device, map->sg, map->nents,

@@ -82,8 +82,8 @@ struct pfs_xprt_ops {
 	void (*destroy)(struct pfs_xprt *x);
 	/*
 	 * The device that DMAs for the channel (GPU memory is mapped for
-	 * it), valid while the channel lives; *virt: it does not DMA but
-	 * copies with the CPU (soft-RoCE). No such operation: the channel
+	 * it), valid while the channel lives; *virt (unless NULL): it does
+	 * not DMA but copies with the CPU (soft-RoCE). No such operation: the channel
 	 * cannot reach GPU memory.
 	 */
 	struct device *(*dma_device)(struct pfs_xprt *x, bool *virt);

@@ -25,6 +25,10 @@ mock_par=/sys/module/pfs_nvfs_mock/parameters
 gpu_io=$PFS_BUILD/tests/kernel/nvfs_mock/pfs-gpu-io
 
 gpu_stat() { mountstats_field gpu nvfs "$1"; }
+# The GPU errors of the TCP mount (gpu_stat reads the last mount's).
+tcp_gpu_errors() {
+	awk -v m="$tcp_mnt" '$1 == "device" { on = $5 == m } on && $1 == "gpu" { print $10 }' /proc/self/mountstats
+}
 
 load_mock() {
 	[ -f "$mock_ko" ] || fail "$mock_ko missing: build it with 'make kmod'"
@@ -210,13 +214,13 @@ mount_pfs "$mnt" rails=pfsr0c:pfsr1c
 
 step "a GPU buffer on a TCP mount: EOPNOTSUPP"
 mount_pfs "$tcp_mnt" transport=tcp
-errors=$(awk '$1 == "device" { m = $5 } m == "'$tcp_mnt'" && $1 == "gpu" { print $10 }' /proc/self/mountstats)
+errors=$(tcp_gpu_errors)
 if "$gpu_io" read "$tcp_mnt/gpu/f$((8 << 20))" $((8 << 20)) /tmp/got 2> /tmp/tcp.err; then
 	fail "a GPU read succeeded on a TCP mount"
 fi
 grep -q "Operation not supported" /tmp/tcp.err || fail "GPU read on TCP: $(cat /tmp/tcp.err)"
 echo "GPU read on a TCP mount: $(cat /tmp/tcp.err)"
-after=$(awk '$1 == "device" { m = $5 } m == "'$tcp_mnt'" && $1 == "gpu" { print $10 }' /proc/self/mountstats)
+after=$(tcp_gpu_errors)
 [ "$after" -gt "$errors" ] || fail "the TCP mount counted no GPU error"
 expect_dmesg "$mark" "GPU memory moves by RDMA only, and this mount has no RDMA path"
 umount_pfs "$tcp_mnt"
