@@ -232,6 +232,10 @@ verdict() {
   local p
   for p in "${problems[@]}"; do echo "run-guest: FAILED: $p" >&2; done
   grep -a -E '^(FAIL: |== \[)' "$log" | tail -n 3 | sed 's/^/run-guest: /' >&2 || true
+  # What the test showed about its failure (pfs_on_fail), kernel lines aside:
+  # a CI log that keeps only the top of the console still has it.
+  sed -n '/^FAIL: /,$p' "$log" | grep -a -v -E '^\[ *[0-9]+\.[0-9]+\] ' | sed -n '2,26p' |
+    cut -c1-400 | sed 's/^/run-guest: | /' >&2 || true
 }
 verdict
 if [ "$quiet" = 1 ] || ! grep -q 'pfs-guest: booted in' "$log"; then
