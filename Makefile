@@ -50,7 +50,7 @@ deb:
 	@scripts/install-deps.sh --packaging
 	dpkg-buildpackage -us -uc -b -j$(JOBS)
 	mkdir -p $(BUILD)/deb
-	mv ../pfs-*_$(VERSION)_*.deb ../pfs_$(VERSION)_*.buildinfo ../pfs_$(VERSION)_*.changes $(BUILD)/deb/
+	mv ../pfs-*_$(VERSION)_*.deb ../libpfs*_$(VERSION)_*.deb ../pfs_$(VERSION)_*.buildinfo ../pfs_$(VERSION)_*.changes $(BUILD)/deb/
 	lintian --fail-on error,warning $(BUILD)/deb/pfs_$(VERSION)_*.changes
 
 # RPM packages (packaging/rpm/pfs.spec) with Debian's rpmbuild, from a

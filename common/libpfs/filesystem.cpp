@@ -484,6 +484,15 @@ awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std:
     co_return n;
 }
 
+awaitable<Result<pfs_attr>> FileSystem::attr(OpenFile& file) {
+    if (auto st = co_await check(file); !st) co_return st.error();
+    auto now = co_await attr_call(file.attr.id, PFS_MSG_GETATTR, encode(pfs_x_entry_id, file.attr.id));
+    if (!now) co_return now.error();
+    file.attr = *now;
+    now->size = std::max<uint64_t>(now->size, file.written_end);
+    co_return now;
+}
+
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
     if (auto checked = co_await check(file); !checked) co_return checked;

@@ -132,6 +132,9 @@ public:
     awaitable<Result<uint64_t>> seek(OpenFile& file, uint8_t what, uint64_t offset);
     // st_blocks * 512: the bytes the file's chunks take on the targets.
     awaitable<Result<uint64_t>> allocated(OpenFile& file);
+    // The file's attributes now (fstat), its size counting this handle's
+    // writes the metadata server has not heard of yet.
+    awaitable<Result<pfs_attr>> attr(OpenFile& file);
 
     // Advisory locks. kind: PFS_LOCK_FLOCK (whole file; range ignored) or
     // PFS_LOCK_POSIX; type: PFS_LOCK_READ, _WRITE or _UNLOCK; len 0: to the

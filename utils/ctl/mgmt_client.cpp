@@ -1,8 +1,5 @@
 #include "mgmt_client.hpp"
 
-#include "rdma/rails.hpp"
-
-#include "daemon.hpp"
 #include "exit_status.hpp"
 #include "sync_client.hpp"
 
@@ -35,39 +32,12 @@ std::string strip_prefix(std::string text, const std::string& prefix) {
 
 }  // namespace
 
-ClientConfig ClientSettings::client_config() const {
-    ClientConfig config;
-    config.connect_timeout = timeout;
-    config.request_timeout = timeout;
-    // The admin role when the auth file allows it (changing the map and
-    // fsck need it), else what the file proves.
-    config.role = secret.strongest();
-    config.transport = transport;
-    config.rails = rails;
-    return config;
-}
-
 Result<ClientSettings> load_settings(const Options& options) {
-    auto endpoint = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
-    if (!endpoint) return usage_error("--mgmtd: " + endpoint.error().message);
-    unsigned timeout_ms = options.get<unsigned>("timeout-ms");
-    if (timeout_ms == 0) return usage_error("--timeout-ms must be at least 1");
-
-    auto secret = daemon::load_secret(options);
-    if (!secret) {
-        // "auth file PATH: strerror" reads well after "cannot read"; other complaints need a colon.
-        const std::string& msg = secret.error().message;
-        std::string prefix = "auth file " + options.get<std::string>("auth-file") + ": ";
-        return unreachable(msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg);
-    }
-    auto transport = parse_transport(options.get<std::string>("transport"));
-    if (!transport) return usage_error("--transport: " + transport.error().message);
-    auto rails = rdma::Rails::parse(options.get<std::string>("rails"));
-    if (!rails) return usage_error("--rails: " + rails.error().message);
-    if (!(*rails)->empty() && *transport == TransportChoice::tcp)
-        return usage_error("--rails names RDMA interfaces, and --transport tcp uses none");
-    return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms), *transport,
-                          std::move(*rails)};
+    client::SettingsProblem problem;
+    auto settings = client::load_client_settings(options, &problem);
+    if (settings) return settings;
+    const std::string& msg = settings.error().message;
+    return problem == client::SettingsProblem::secret ? unreachable(msg) : usage_error(msg);
 }
 
 Error mgmtd_no_answer(const Error& e, const std::string& at, milliseconds timeout, bool was_connected) {
@@ -94,18 +64,8 @@ MgmtClient::~MgmtClient() {
 const std::string& MgmtClient::address() const { return impl_->address; }
 
 void MgmtClient::add_options(Options& options) {
-    daemon::add_auth_option(options);
+    client::add_client_options(options);
     options.add()
-        ("mgmtd", po::value<std::string>()->default_value("localhost:" + std::to_string(PFS_DEFAULT_MGMTD_PORT))
-                      ->value_name("HOST[:PORT]"),
-         "management daemon to ask")
-        ("timeout-ms", po::value<unsigned>()->default_value(5000)->value_name("MS"),
-         "give up on connecting or on an answer after this long")
-        ("transport", po::value<std::string>()->default_value("auto")->value_name("auto|tcp|rdma"),
-         "to the servers: RDMA where they offer it (falling back to TCP), TCP only, or RDMA only")
-        ("rails", po::value<std::string>()->default_value("")->value_name("IF[,IF...]"),
-         "the local RDMA interfaces to use: each request to a server goes by the least loaded one that reaches "
-         "it (same subnet), a failed one is left alone for a while (default: a way per server address, wherever routing says)")
         ("transport-stats", po::bool_switch(),
          "print what this run moved over RDMA and how, per rail too (JSON, on stderr) when it ends");
 }
