@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo
 
 all: userspace kmod
 
@@ -65,6 +65,13 @@ rpm: deps
 	rpmbuild -bb --nodeps --define "_topdir $(RPM_TOP)" --define "pfs_version $(VERSION)" \
 		packaging/rpm/pfs.spec
 	rpmlint -c packaging/rpm/rpmlint.toml -r packaging/rpm/pfs.rpmlintrc $(RPM_TOP)/RPMS/*/*.rpm
+
+# Signed apt and yum repositories of the packages above, in $(BUILD)/repo/
+# (a key generated for the test in $(BUILD)/repo/gnupg unless
+# REPO_GNUPG_HOME names one): packaging/repo/make-repo.sh.
+repo: deb rpm
+	packaging/repo/make-repo.sh --debs $(BUILD)/deb --rpms $(RPM_TOP)/RPMS --out $(BUILD)/repo \
+		$(if $(REPO_GNUPG_HOME),--gnupg-home $(REPO_GNUPG_HOME))
 
 run: all
 	@utils/pfs-local start

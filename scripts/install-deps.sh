@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every package PFS needs to build and test, from Debian's archive.
 # Idempotent: does nothing when all are present. --check only reports;
-# --packaging adds what `make deb` needs, --rpm what `make rpm` needs.
+# --packaging adds what `make deb` needs, --rpm what `make rpm` needs (make
+# repo needs both).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +16,7 @@ PACKAGES=(
   nfs-kernel-server rpcbind         # the NFS peer of make bench-kernel (tests/kernel/nfs-setup.sh)
   valgrind                          # daemons checked for memory errors at shutdown (tests/integration)
   help2man groff-base               # manual pages from the programs' --help (packaging/man)
+  apt-utils createrepo-c gnupg rpm  # signed apt/yum repositories (packaging/repo, its test)
 )
 
 PACKAGING=(debhelper dh-dkms dkms lintian fakeroot)

@@ -126,6 +126,19 @@ class Cluster:
         self.daemons[alias] = d.start()
         return d
 
+    def start_small(self):
+        """mgmtd, metadata server m1, storage servers s1 and s2 with 2 targets
+        each; returns once the targets are ONLINE and m1 answers."""
+        self.start_mgmtd()
+        self.start_server("meta", "m1")
+        self.start_server("storage", "s1", self.target_dirs("s1", 2))
+        self.start_server("storage", "s2", self.target_dirs("s2", 2))
+        wait_for("4 targets ONLINE", lambda: (lambda t: len(t) == 4 and all(
+            x["reachability"] == "ONLINE" for x in t))(self.ctl_json("target", "list")["targets"]))
+        # The metadata server answers once it has the storage map.
+        wait_for("the metadata server to answer", lambda: self.ctl("stat", "/", check=False).returncode == 0,
+                 timeout=30)
+
     def target_dirs(self, alias, n):
         return [os.path.join(self.dir, f"{alias}-t{i}") for i in range(n)]
 

@@ -41,15 +41,7 @@ class CtlFiles(unittest.TestCase):
         cls.c = c = Cluster(BIN_DIR)
         cls.local = tempfile.mkdtemp(prefix="pfs-ctl-files-", dir=c.dir)
         try:
-            c.start_mgmtd()
-            c.start_server("meta", "m1")
-            c.start_server("storage", "s1", c.target_dirs("s1", 2))
-            c.start_server("storage", "s2", c.target_dirs("s2", 2))
-            wait_for("4 targets ONLINE", lambda: (lambda t: len(t) == 4 and all(
-                x["reachability"] == "ONLINE" for x in t))(c.ctl_json("target", "list")["targets"]))
-            # The metadata server answers once it has the storage map.
-            wait_for("the metadata server to answer", lambda: c.ctl("stat", "/", check=False).returncode == 0,
-                     timeout=30)
+            c.start_small()
         except BaseException:
             c.dump_logs()
             c.close()

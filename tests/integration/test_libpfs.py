@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cluster import Cluster, wait_for  # noqa: E402
+from cluster import Cluster  # noqa: E402
 
 BIN_DIR = os.path.abspath(os.environ.get("PFS_BIN_DIR", "build"))
 SOURCE_DIR = os.environ.get("PFS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -51,14 +51,7 @@ class LibPfs(unittest.TestCase):
     def test_against_a_cluster(self):
         c = Cluster(BIN_DIR)
         try:
-            c.start_mgmtd()
-            c.start_server("meta", "m1")
-            c.start_server("storage", "s1", c.target_dirs("s1", 2))
-            c.start_server("storage", "s2", c.target_dirs("s2", 2))
-            wait_for("4 targets ONLINE", lambda: (lambda t: len(t) == 4 and all(
-                x["reachability"] == "ONLINE" for x in t))(c.ctl_json("target", "list")["targets"]))
-            wait_for("the metadata server to answer", lambda: c.ctl("stat", "/", check=False).returncode == 0,
-                     timeout=30)
+            c.start_small()
             c.ctl("entry", "set", "--num-targets", "4", "--chunk-size", "256K", "/")
             conf = os.path.join(c.dir, "lib.conf")
             with open(conf, "w") as f:

@@ -47,26 +47,9 @@ namespace {
 
 thread_local std::string last_error;
 
-// Wire statuses (>= 1000) as the errno a program can act on.
-int as_errno(int code) {
-    if (code < 0) return code;
-    switch (code) {
-    case PFS_E_AUTH:
-        return -EACCES;
-    case PFS_E_VERSION:
-        return -EPROTONOSUPPORT;
-    case PFS_E_UNKNOWN_MSG:
-        return -EOPNOTSUPP;
-    case PFS_E_UNKNOWN_NODE:
-    case PFS_E_UNKNOWN_TARGET:
-    case PFS_E_UNKNOWN_POOL:
-        return -ENODEV;
-    case PFS_E_PROTO:
-        return -EPROTO;
-    default:
-        return code > 0 && code < 1000 ? -code : -EIO;
-    }
-}
+// Wire statuses (>= 1000) as the errno a program can act on, as pfs.ko
+// maps them.
+int as_errno(int code) { return code < 0 ? code : pfs_status_to_errno(code); }
 
 int failed(const Error& e) {
     last_error = e.message;
