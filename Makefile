@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo cross-arm64
 
 all: userspace kmod
 
@@ -72,6 +72,12 @@ rpm: deps
 repo: deb rpm
 	packaging/repo/make-repo.sh --debs $(BUILD)/deb --rpms $(RPM_TOP)/RPMS --out $(BUILD)/repo \
 		$(if $(REPO_GNUPG_HOME),--gnupg-home $(REPO_GNUPG_HOME))
+
+# All of user space for arm64 (Debian's cross compilers and arm64 libraries,
+# added to dpkg as a foreign architecture) and its unit tests under
+# qemu-aarch64: packaging/cross/arm64.sh. `make test` runs the protocol subset.
+cross-arm64: deps
+	packaging/cross/arm64.sh full $(BUILD)/arm64
 
 run: all
 	@utils/pfs-local start
