@@ -1,7 +1,7 @@
 // How a libpfs client reaches its file system: pfs-mgmtd's address, the
 // shared secret, the time limit and the transport, from the command line or
 // a config file in pfs-ctl's format (/etc/pfs/ctl.conf). pfs-ctl and the C
-// interface (shared/libpfs.h) read them alike.
+// interface (shared/pfsclient.h) read them alike.
 #pragma once
 
 #include <chrono>

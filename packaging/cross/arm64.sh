@@ -67,7 +67,7 @@ full() {
 	cmake --build "$out/cmake" --target pfs-mgmtd pfs-meta pfs-storage pfs-ctl mount.pfs pfs_shared pfs-unit-tests
 	local bin
 	for bin in server/mgmtd/pfs-mgmtd server/meta/pfs-meta server/storage/pfs-storage utils/ctl/pfs-ctl \
-		common/libpfs/shared/libpfs.so.0; do
+		common/libpfs/shared/libpfsclient.so.0; do
 		file -bL "$out/cmake/$bin" | grep -q "ARM aarch64" || die "$bin is not for aarch64"
 		echo "arm64.sh: $bin: $(file -bL "$out/cmake/$bin" | cut -d, -f1-2)"
 	done

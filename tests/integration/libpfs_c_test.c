@@ -1,5 +1,5 @@
 /*
- * libpfs's C interface (pfs/libpfs.h) against a running cluster, from C:
+ * libpfsclient's C interface (pfsclient.h) against a running cluster, from C:
  *   libpfs_c_test CONFIG VERSION FROM_CTL
  * CONFIG: a config file in pfs-ctl's format; VERSION: what pfs_version()
  * must say; FROM_CTL: a file pfs-ctl put there, whose FNV-1a hash this
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <pfs/libpfs.h>
+#include <pfsclient.h>
 
 #define MIB (1u << 20)
 #define DATA_SIZE (3 * MIB + 12345)

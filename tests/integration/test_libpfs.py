@@ -1,4 +1,4 @@
-"""libpfs.so.0, the C interface (pfs/libpfs.h), against real daemons (mgmtd,
+"""libpfsclient.so.0, libpfs's C interface (pfsclient.h), against real daemons (mgmtd,
 1 meta, 2 storage servers): a C program creates, writes, reads back, lists,
 renames, truncates and removes through it, and reads what pfs-ctl wrote;
 pfs-ctl reads back what it wrote. The library exports the header's functions
@@ -16,8 +16,8 @@ from cluster import Cluster  # noqa: E402
 
 BIN_DIR = os.path.abspath(os.environ.get("PFS_BIN_DIR", "build"))
 SOURCE_DIR = os.environ.get("PFS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-LIB = os.path.join(BIN_DIR, "common", "libpfs", "shared", "libpfs.so.0")
-HEADER = os.path.join(SOURCE_DIR, "common", "libpfs", "shared", "pfs", "libpfs.h")
+LIB = os.path.join(BIN_DIR, "common", "libpfs", "shared", "libpfsclient.so.0")
+HEADER = os.path.join(SOURCE_DIR, "common", "libpfs", "shared", "pfsclient.h")
 MIB = 1 << 20
 KEEP_SIZE = 5 * MIB + 7  # libpfs_c_test.c
 
@@ -46,7 +46,7 @@ class LibPfs(unittest.TestCase):
         exported = {line.split()[-1].split("@")[0] for line in nm.stdout.splitlines() if " T " in line}
         self.assertEqual(exported, declared)
         soname = subprocess.run(["objdump", "-p", LIB], capture_output=True, text=True, check=True).stdout
-        self.assertRegex(soname, r"SONAME\s+libpfs\.so\.0\b")
+        self.assertRegex(soname, r"SONAME\s+libpfsclient\.so\.0\b")
 
     def test_against_a_cluster(self):
         c = Cluster(BIN_DIR)
@@ -80,21 +80,21 @@ class LibPfs(unittest.TestCase):
             c.close()
 
     def test_installed_header_and_pkg_config(self):
-        with tempfile.TemporaryDirectory(prefix="pfs-libpfs-dev-") as d:
+        with tempfile.TemporaryDirectory(prefix="pfs-libpfsclient-dev-") as d:
             prefix = os.path.join(d, "usr")
             for component in ("lib", "dev"):
                 subprocess.run(["cmake", "--install", BIN_DIR, "--component", component, "--prefix", prefix],
                                capture_output=True, text=True, check=True)
-            pcs = [os.path.join(root, n) for root, _, names in os.walk(prefix) for n in names if n == "libpfs.pc"]
-            self.assertEqual(len(pcs), 1, f"libpfs.pc installed once: {pcs}")
-            self.assertTrue(os.path.exists(os.path.join(prefix, "include", "pfs", "libpfs.h")))
+            pcs = [os.path.join(root, n) for root, _, names in os.walk(prefix) for n in names if n == "pfsclient.pc"]
+            self.assertEqual(len(pcs), 1, f"pfsclient.pc installed once: {pcs}")
+            self.assertTrue(os.path.exists(os.path.join(prefix, "include", "pfsclient.h")))
             prog = os.path.join(d, "v.c")
             with open(prog, "w") as f:
-                f.write('#include <stdio.h>\n#include <pfs/libpfs.h>\n'
+                f.write('#include <stdio.h>\n#include <pfsclient.h>\n'
                         'int main(void) { pfs_client *c = NULL; printf("%s\\n", pfs_version());'
                         ' return pfs_client_close(c); }\n')
             env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pcs[0]))
-            flags = subprocess.run(["pkg-config", "--define-prefix", "--cflags", "--libs", "libpfs"], env=env,
+            flags = subprocess.run(["pkg-config", "--define-prefix", "--cflags", "--libs", "pfsclient"], env=env,
                                    capture_output=True, text=True, check=True).stdout.split()
             exe = os.path.join(d, "v")
             r = subprocess.run(["cc", "-Wall", "-Werror", prog, "-o", exe, *flags], capture_output=True, text=True)

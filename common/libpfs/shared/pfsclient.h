@@ -1,5 +1,5 @@
 /*
- * libpfs: a PFS file system from a program, without mounting it.
+ * libpfsclient: a PFS file system from a program, without mounting it.
  *
  * The same client pfs-ctl uses: paths are resolved on the metadata servers,
  * file contents go straight to and from the storage servers (RDMA where the
@@ -10,10 +10,10 @@
  * may be shared by threads, and a program that wants calls in parallel opens
  * one client per thread.
  *
- * Build:  #include <pfs/libpfs.h>, cc prog.c $(pkg-config --cflags --libs libpfs)
+ * Build:  #include <pfsclient.h>, cc prog.c $(pkg-config --cflags --libs pfsclient)
  */
-#ifndef PFS_LIBPFS_H
-#define PFS_LIBPFS_H
+#ifndef PFS_PFSCLIENT_H
+#define PFS_PFSCLIENT_H
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -92,4 +92,4 @@ int pfs_close(pfs_file *file);
 }
 #endif
 
-#endif /* PFS_LIBPFS_H */
+#endif /* PFS_PFSCLIENT_H */

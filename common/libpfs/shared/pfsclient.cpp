@@ -1,7 +1,7 @@
-// libpfs.h: the C interface of libpfs, for programs that are not pfs-ctl.
+// pfsclient.h: the C interface of libpfs, for programs that are not pfs-ctl.
 // Each pfs_client drives its own io_context from the calling thread, one
 // call at a time under its mutex; nothing is thrown across the C boundary.
-#include "pfs/libpfs.h"
+#include "pfsclient.h"
 
 #include <dirent.h>
 #include <sys/sysmacros.h>
