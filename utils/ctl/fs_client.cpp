@@ -3,10 +3,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <string_view>
 
 #include "filesystem.hpp"
+#include "listing.hpp"
 #include "meta_admin.hpp"
 #include "sync_client.hpp"
 
@@ -71,36 +71,13 @@ awaitable<Result<ChunkPage>> list_chunks(client::Cluster& cluster, pfs_chunk_lis
     co_return page;
 }
 
-// A name as a server sent it, fit for a message: non-printable bytes as \xNN.
-std::string printable(std::string_view name) {
-    std::string out;
-    for (unsigned char c : name) {
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            char hex[5];
-            std::snprintf(hex, sizeof hex, "\\x%02x", c);
-            out += hex;
-        }
-    }
-    return out;
-}
-
-// The names of a listing become paths, local ones too (cp -r out of PFS,
-// rm -r): after the listing's own "." and "..", a name that is not a plain
-// one ("", ".", "..", anything with a '/' or a NUL) could lead out of the
-// directory, so such a listing is refused whole, before anything is done.
+// pfs-ctl's entries, from a listing made safe (client::plain_entries).
 Result<std::vector<DirEntry>> without_dots(std::vector<client::Entry>&& entries) {
+    auto plain = client::plain_entries(std::move(entries));
+    if (!plain) return plain.error();
     std::vector<DirEntry> out;
-    for (size_t i = 0; i < entries.size(); ++i) {
-        auto& e = entries[i];
-        if ((i == 0 && e.name == ".") || (i == 1 && e.name == "..")) continue;
-        if (e.name.empty() || e.name == "." || e.name == ".." ||
-            e.name.find_first_of(std::string_view("/\0", 2)) != std::string::npos)
-            return Error{PFS_E_PROTO, "the metadata server listed an entry named \"" + printable(e.name) +
-                                          "\", which is not a plain name: listing refused"};
-        out.push_back(DirEntry{std::move(e.name), e.id, e.type});
-    }
+    out.reserve(plain->size());
+    for (auto& e : *plain) out.push_back(DirEntry{std::move(e.name), e.id, e.type});
     return out;
 }
 

@@ -18,6 +18,7 @@
 #include "client_settings.hpp"
 #include "cluster.hpp"
 #include "filesystem.hpp"
+#include "listing.hpp"
 #include "run_sync.hpp"
 
 using pfs::Error;
@@ -218,13 +219,13 @@ int pfs_readdir(pfs_client* c, const char* path, int (*fn)(const char*, unsigned
             std::lock_guard lock(c->mu);
             auto listed = c->run(c->fs->readdir(path));
             if (!listed) return failed(listed.error());
-            entries = std::move(*listed);
+            auto plain = pfs::client::plain_entries(std::move(*listed));
+            if (!plain) return failed(plain.error());
+            entries = std::move(*plain);
         }
         // The callback runs unlocked: it may call libpfs itself.
-        for (const auto& e : entries) {
-            if (e.name == "." || e.name == "..") continue;
+        for (const auto& e : entries)
             if (int rc = fn(e.name.c_str(), e.type, arg)) return rc;
-        }
         return 0;
     });
 }
