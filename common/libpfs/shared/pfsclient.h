@@ -59,7 +59,9 @@ int pfs_truncate(pfs_client *client, const char *path, off_t length);
 /*
  * Calls fn for each entry of the directory but "." and "..", with its name
  * and its type (DT_REG, DT_DIR, ...). A non-zero return from fn stops the
- * listing and is what pfs_readdir returns.
+ * listing and is what pfs_readdir returns. A listing holding a name that is
+ * not a plain one ("", ".", "..", a '/' or a NUL: a broken or hostile
+ * server) is refused whole with -EPROTO before fn sees any of it.
  */
 int pfs_readdir(pfs_client *client, const char *path,
 		int (*fn)(const char *name, unsigned char type, void *arg), void *arg);
