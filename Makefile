@@ -75,9 +75,11 @@ repo: deb rpm
 
 # All of user space for arm64 (Debian's cross compilers and arm64 libraries,
 # added to dpkg as a foreign architecture) and its unit tests under
-# qemu-aarch64: packaging/cross/arm64.sh. `make test` runs the protocol subset.
+# qemu-aarch64, and pfs.ko loaded in an arm64 guest: packaging/cross/arm64.sh.
+# `make test` runs the protocol subset and the pfs.ko guest.
 cross-arm64: deps
 	packaging/cross/arm64.sh full $(BUILD)/arm64
+	packaging/cross/arm64.sh kmod $(BUILD)/arm64
 
 run: all
 	@utils/pfs-local start

@@ -17,7 +17,7 @@ PACKAGES=(
   valgrind                          # daemons checked for memory errors at shutdown (tests/integration)
   help2man groff-base               # manual pages from the programs' --help (packaging/man)
   apt-utils createrepo-c gnupg rpm  # signed apt/yum repositories (packaging/repo, its test)
-  crossbuild-essential-arm64 qemu-user file  # arm64 cross builds run under qemu (packaging/cross)
+  crossbuild-essential-arm64 qemu-user qemu-system-arm file  # arm64 builds run under qemu (packaging/cross)
 )
 
 PACKAGING=(debhelper dh-dkms dkms lintian fakeroot)

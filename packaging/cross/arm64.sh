@@ -11,16 +11,24 @@
 #                               Debian's arm64 libraries (multiarch), then
 #                               every unit test under qemu-aarch64 (ctest):
 #                               `make cross-arm64`
+#   arm64.sh kmod BUILD_DIR     pfs.ko for arm64: the DKMS source tree built
+#                               against Debian's arm64 headers of the release
+#                               of the host's amd64 headers, then loaded and
+#                               unloaded in an arm64 QEMU guest booting
+#                               Debian's arm64 kernel (TCG), where its
+#                               load-time protocol self-check runs: `make test`
 #
-# Needs crossbuild-essential-arm64 and qemu-user (scripts/install-deps.sh;
-# `full` adds the arm64 architecture and its -dev packages itself).
+# Needs crossbuild-essential-arm64, qemu-user and, for kmod, qemu-system-arm
+# (scripts/install-deps.sh; `full` adds the arm64 architecture and its -dev
+# packages itself; `kmod` downloads its arm64 packages with private apt lists
+# and leaves dpkg's architectures alone).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 sysroot=/usr/aarch64-linux-gnu
 die() { echo "arm64.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || { sed -n '2,18s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 mode=$1
 out=$2
 for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ qemu-aarch64; do
@@ -78,8 +86,128 @@ full() {
 	(cd "$out/cmake" && ctest -R '^unit:' -j2 --timeout 60)
 }
 
+# apt-get for arm64 packages without making arm64 a dpkg architecture: lists
+# and downloads of its own under $out/kmod/apt.
+apt_arm64() {
+	local dir=$out/kmod/apt
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+	apt-get -q -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" \
+		-o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o APT::Sandbox::User=root "$@"
+}
+
+# Unpacks Debian's arm64 headers, kernel image and static busybox of release
+# $1 into $out/kmod/root once (stamped), depmod included.
+unpack_arm64() {
+	local kver=$1 root=$out/kmod/root debs=$out/kmod/debs
+	[ -e "$root/.unpacked-$kver" ] && return
+	rm -rf "$root" "$debs"
+	mkdir -p "$debs"
+	echo "arm64.sh: downloading Debian's arm64 kernel $kver, its headers and busybox-static" >&2
+	apt_arm64 update > "$debs/apt.log" 2>&1 || { cat "$debs/apt.log" >&2; die "apt-get update (arm64 lists) failed"; }
+	(cd "$debs" && apt_arm64 download "linux-image-$kver" "linux-headers-$kver" busybox-static) \
+		>> "$debs/apt.log" 2>&1 ||
+		{ cat "$debs/apt.log" >&2; die "cannot download linux-image-$kver/linux-headers-$kver for arm64"; }
+	local deb
+	for deb in "$debs"/*.deb; do dpkg -x "$deb" "$root"; done
+	# The headers' scripts/ and tools/ point at ../../lib/linux-kbuild-*:
+	# Debian's kbuild is Multi-Arch: foreign, the host's amd64 one serves.
+	local kbuild
+	kbuild=$(readlink "$root/usr/src/linux-headers-$kver/scripts" | sed -n 's|.*lib/\(linux-kbuild-[^/]*\)/.*|\1|p')
+	[ -n "$kbuild" ] && [ -d "/usr/lib/$kbuild" ] ||
+		die "the host has no /usr/lib/${kbuild:-linux-kbuild-*} (install linux-headers-amd64)"
+	ln -sfn "/usr/lib/$kbuild" "$root/usr/lib/$kbuild"
+	depmod -b "$root" "$kver"
+	rm -rf "$debs"
+	touch "$root/.unpacked-$kver"
+}
+
+kmod() {
+	command -v qemu-system-aarch64 > /dev/null || die "qemu-system-aarch64 is missing (scripts/install-deps.sh installs qemu-system-arm)"
+	export PATH=$PATH:/usr/sbin:/sbin
+	local kdir amd64_kver kver
+	kdir=${KDIR:-$(make -s --no-print-directory -C "$src" print-kdir)}
+	amd64_kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kdir/include/generated/utsrelease.h" 2> /dev/null || true)
+	case $amd64_kver in
+	*-amd64) kver=${amd64_kver%-amd64}-arm64 ;;
+	*) die "cannot tell the Debian kernel release of KDIR='$kdir' ('$amd64_kver')" ;;
+	esac
+	unpack_arm64 "$kver"
+	local root=$out/kmod/root tree=$out/kmod/src log=$out/kmod/build.log
+	# The arm64 headers include the -common ones by absolute path: the
+	# host's, installed with its amd64 headers of the same release.
+	local common
+	common=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$root/usr/src/linux-headers-$kver/Makefile")
+	[ -d "$common" ] || die "$common is missing: the host's kernel headers are not of release ${kver%-arm64}"
+
+	rm -rf "$tree"
+	"$src/packaging/dkms/make-dkms-tree.sh" --src "$src" "$tree" > /dev/null
+	make -C "$root/usr/src/linux-headers-$kver" M="$tree" ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- \
+		-j"$(nproc)" modules > "$log" 2>&1 || { cat "$log" >&2; die "building pfs.ko for arm64 failed"; }
+	if grep -E 'warning:|error:' "$log" >&2; then
+		die "building pfs.ko for arm64 warned (above)"
+	fi
+	local ko=$tree/pfs.ko
+	file -b "$ko" | grep -q "ARM aarch64" || die "pfs.ko is not for aarch64: $(file -b "$ko")"
+	modinfo -F vermagic "$ko" | grep -q "^$kver .*aarch64" || die "pfs.ko's vermagic: $(modinfo -F vermagic "$ko")"
+	echo "arm64.sh: pfs.ko $(modinfo -F version "$ko"): $(file -b "$ko" | cut -d, -f1-2), vermagic $(modinfo -F vermagic "$ko")"
+
+	# The guest: Debian's arm64 kernel, an initramfs of busybox, pfs.ko
+	# and the modules it depends on (modprobe's order).
+	mkdir -p "$root/lib/modules/$kver/extra"
+	cp "$ko" "$root/lib/modules/$kver/extra/pfs.ko"
+	depmod -b "$root" "$kver"
+	local ird=$out/kmod/initrd n=0 m name
+	rm -rf "$ird"
+	mkdir -p "$ird"/{bin,dev,proc,sys,modules}
+	cp "$root/bin/busybox" "$ird/bin/busybox"
+	for m in $(modprobe -d "$root" -S "$kver" --show-depends pfs | awk '$1 == "insmod" && !seen[$2]++ { print $2 }'); do
+		n=$((n + 1))
+		name=$(printf '%02d-%s.ko' "$n" "$(basename "${m%%.ko*}")")
+		case $m in
+		*.ko) cp "$m" "$ird/modules/$name" ;;
+		*.ko.xz) xz -dc "$m" > "$ird/modules/$name" ;;
+		*) die "cannot unpack module $m" ;;
+		esac
+		echo "$name" >> "$ird/modules/list"
+	done
+	cat > "$ird/init" <<-'INIT'
+	#!/bin/busybox sh
+	/bin/busybox mount -t devtmpfs devtmpfs /dev
+	exec < /dev/console > /dev/console 2>&1
+	/bin/busybox --install -s /bin
+	export PATH=/bin
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	rc=0
+	while read -r ko; do
+		insmod "/modules/$ko" || { echo "arm64 guest: insmod $ko failed"; rc=1; break; }
+	done < /modules/list
+	echo "arm64 guest: $(uname -m), pfs $(cat /sys/module/pfs/version 2> /dev/null || echo 'not loaded')"
+	[ "$rc" = 0 ] && { rmmod pfs || { echo "arm64 guest: rmmod pfs failed"; rc=1; }; }
+	[ ! -d /sys/module/pfs ] || rc=1
+	echo "PFS-ARM64-EXIT=$rc" > /dev/kmsg
+	poweroff -f
+	INIT
+	chmod 0755 "$ird/init"
+	(cd "$ird" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) | gzip -1 > "$out/kmod/initrd.img"
+
+	local console=$out/kmod/console.log
+	timeout 300 qemu-system-aarch64 -M virt -cpu max -smp 2 -m 1G -accel tcg,thread=multi \
+		-nographic -no-reboot -kernel "$root/boot/vmlinuz-$kver" -initrd "$out/kmod/initrd.img" \
+		-append "console=ttyAMA0 panic=-1 loglevel=7" > "$console" 2>&1 || true
+	grep -E 'pfs:|arm64 guest' "$console" | grep -v 'Command line' || true
+	if ! grep -q 'PFS-ARM64-EXIT=0' "$console" ||
+		grep -qE 'Oops|BUG:|WARNING:|Call trace:|Kernel panic' "$console"; then
+		cat "$console" >&2
+		die "pfs.ko did not load and unload cleanly in the arm64 guest (console above)"
+	fi
+	grep -q 'pfs: protocol v[0-9]* ready' "$console" || die "pfs.ko's self-check did not report in the arm64 guest"
+	echo "arm64.sh: pfs.ko loaded (protocol self-check passed) and unloaded in an arm64 guest ($kver)"
+}
+
 case $mode in
 subset) subset ;;
 full) full ;;
-*) die "unknown mode '$mode' (subset, full)" ;;
+kmod) kmod ;;
+*) die "unknown mode '$mode' (subset, full, kmod)" ;;
 esac
