@@ -9,7 +9,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 WERROR ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo cross-arm64
+.PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo cross-arm64 test-install
 
 all: userspace kmod
 
@@ -72,6 +72,11 @@ rpm: deps
 repo: deb rpm
 	packaging/repo/make-repo.sh --debs $(BUILD)/deb --rpms $(RPM_TOP)/RPMS --out $(BUILD)/repo \
 		$(if $(REPO_GNUPG_HOME),--gnupg-home $(REPO_GNUPG_HOME))
+
+# The install test with everything (`make test` runs it without the DKMS
+# rebuild on upgrade inside the guest): tests/kernel/install/.
+test-install: all
+	tests/kernel/install/run-install-test.sh --full --work $(BUILD)/install-test --dir $(BUILD)/kernel-guest
 
 # All of user space for arm64 (Debian's cross compilers and arm64 libraries,
 # added to dpkg as a foreign architecture) and its unit tests under

@@ -138,7 +138,12 @@ Result<Secret> Secret::load(const std::filesystem::path& path) {
         return Error{-EACCES, "auth file " + p + " is accessible by its group or other users (mode " + mode +
                                   "); chmod 600 it"};
     }
-    if (st.st_uid != ::geteuid()) {
+    // The owner could swap the secret: it must be this process's user. Root
+    // also takes a system account's file (uid below 1000, Debian's
+    // SYS_UID_MAX): on a server node the secret belongs to the daemons' user
+    // pfs, and root's pfs-ctl and mounts use it there.
+    const bool system_owned_for_root = ::geteuid() == 0 && st.st_uid < kFirstLoginUid;
+    if (st.st_uid != ::geteuid() && !system_owned_for_root) {
         return Error{-EACCES, "auth file " + p + " is owned by uid " + std::to_string(st.st_uid) +
                                   ", not by this process's user (uid " + std::to_string(::geteuid()) +
                                   "); chown it"};

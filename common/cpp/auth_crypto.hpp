@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,9 @@ using FrameTag = std::array<uint8_t, PFS_FRAME_MAC_LEN>;
 
 inline constexpr size_t kMinSecretBytes = 16;
 inline constexpr size_t kMaxSecretBytes = 64 * 1024;
+// Accounts from this uid on are people's (Debian's SYS_UID_MAX is 999):
+// root does not take a secret file one of them owns (Secret::load).
+inline constexpr uid_t kFirstLoginUid = 1000;
 
 enum class Role : uint8_t {
     client = PFS_ROLE_CLIENT,

@@ -156,20 +156,13 @@ kmod() {
 	mkdir -p "$root/lib/modules/$kver/extra"
 	cp "$ko" "$root/lib/modules/$kver/extra/pfs.ko"
 	depmod -b "$root" "$kver"
-	local ird=$out/kmod/initrd n=0 m name
+	local ird=$out/kmod/initrd
 	rm -rf "$ird"
-	mkdir -p "$ird"/{bin,dev,proc,sys,modules}
+	mkdir -p "$ird"/{bin,dev,proc,sys}
 	cp "$root/bin/busybox" "$ird/bin/busybox"
-	for m in $(modprobe -d "$root" -S "$kver" --show-depends pfs | awk '$1 == "insmod" && !seen[$2]++ { print $2 }'); do
-		n=$((n + 1))
-		name=$(printf '%02d-%s.ko' "$n" "$(basename "${m%%.ko*}")")
-		case $m in
-		*.ko) cp "$m" "$ird/modules/$name" ;;
-		*.ko.xz) xz -dc "$m" > "$ird/modules/$name" ;;
-		*) die "cannot unpack module $m" ;;
-		esac
-		echo "$name" >> "$ird/modules/list"
-	done
+	# shellcheck disable=SC2046  # one path per word
+	"$src/tests/kernel/initrd-modules.sh" "$ird/modules" \
+		$(modprobe -d "$root" -S "$kver" --show-depends pfs | awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
 	cat > "$ird/init" <<-'INIT'
 	#!/bin/busybox sh
 	/bin/busybox mount -t devtmpfs devtmpfs /dev

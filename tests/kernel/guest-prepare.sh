@@ -137,7 +137,7 @@ module_paths=$(
   done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }'
 )
 
-stamp=$( { cat "$here/guest-init" "$0" "$busybox"; echo "$module_paths"; } | sha256sum | cut -d' ' -f1)
+stamp=$( { cat "$here/guest-init" "$0" "$here/initrd-modules.sh" "$busybox"; echo "$module_paths"; } | sha256sum | cut -d' ' -f1)
 if [ -s "$kdir_out/initrd.img" ] && [ "$(cat "$kdir_out/initrd.stamp" 2> /dev/null)" = "$stamp" ]; then
   echo "$kdir_out"
   exit 0
@@ -149,18 +149,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,dev,proc,sys,lower,rw,newroot,modules}
 cp "$busybox" "$stage/bin/busybox"
 install -m 0755 "$here/guest-init" "$stage/init"
-n=0
-for ko in $module_paths; do
-  n=$((n + 1))
-  name=$(printf '%02d-%s' "$n" "$(basename "${ko%%.ko*}").ko")
-  case $ko in
-    *.ko) cp "$ko" "$stage/modules/$name" ;;
-    *.ko.xz) xz -dc "$ko" > "$stage/modules/$name" ;;
-    *.ko.zst) zstd -qdc "$ko" > "$stage/modules/$name" ;;
-    *) die "cannot unpack module $ko" ;;
-  esac
-  echo "$name" >> "$stage/modules/list"
-done
+# shellcheck disable=SC2086  # one path per word
+"$here/initrd-modules.sh" "$stage/modules" $module_paths || die "cannot put the modules into the initramfs"
 (cd "$stage" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) \
   | gzip -1 > "$kdir_out/initrd.img.tmp"
 mv "$kdir_out/initrd.img.tmp" "$kdir_out/initrd.img"

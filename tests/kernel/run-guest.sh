@@ -15,6 +15,11 @@
 #   --disk-size SIZE    scratch disk size (8G); --no-disk for none
 #   --mem SIZE, --smp N guest memory (4G) and CPUs (2)
 #   --hung-secs N       hung-task report threshold in the guest (60)
+#   --layer DIR         a root prepared on the host (packages installed into
+#                       it), stacked over this machine's / in the guest; when
+#                       it has lib/modules/<release>/kernel, those modules
+#                       serve instead of the unpacked image's (guest-init)
+#   --systemd           boot systemd as PID 1, which runs SCRIPT as a unit
 #   -q, --quiet         do not stream the console; print it on failure
 #
 # The guest has fresh tmpfs over /tmp, /var/tmp, /run and /root; the
@@ -33,7 +38,7 @@ timeout_s=${PFS_GUEST_TIMEOUT:-300}
 build=${PFS_BUILD:-$top/build}
 kmod=${PFS_KMOD:-$top/kmod/pfs.ko}
 cache=${PFS_GUEST_DIR:-$top/build/kernel-guest}
-log='' out='' disk_size=8G mem=4G smp=2 cpu=${PFS_GUEST_CPU:-max} hung=60 quiet=0
+log='' out='' layer='' init='' disk_size=8G mem=4G smp=2 cpu=${PFS_GUEST_CPU:-max} hung=60 quiet=0
 
 die() { echo "run-guest: $*" >&2; exit 125; }
 
@@ -50,6 +55,8 @@ while [ $# -gt 0 ]; do
     --mem) mem=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --hung-secs) hung=$2; shift 2 ;;
+    --layer) layer=$(realpath -e "$2") || die "no such layer: $2"; shift 2 ;;
+    --systemd) init=systemd; shift ;;
     -q|--quiet) quiet=1; shift ;;
     -h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --) shift; break ;;
@@ -165,7 +172,17 @@ fi
 # on hardware, since a loaded host can stop a vCPU thread for seconds.
 append="console=ttyS0,115200 panic=-1 mitigations=off printk.time=1 random.trust_cpu=on"
 append+=" rcupdate.rcu_cpu_stall_timeout=60 watchdog_thresh=30"
-append+=" pfs_stage2=$here/guest-stage2.sh pfs_modules=$kdir/root/lib/modules pfs_hung=$hung"
+modules=$kdir/root/lib/modules
+[ -z "$layer" ] || [ ! -d "$layer$(realpath -m /lib/modules)/$kver/kernel" ] || modules=
+append+=" pfs_stage2=$here/guest-stage2.sh pfs_modules=$modules pfs_hung=$hung"
+if [ -n "$layer" ]; then
+  # A share of its own: inside the host root's share it would overlap the
+  # lower layer below it, which overlayfs refuses.
+  qemu+=(-fsdev "local,id=layer,path=$layer,security_model=none,readonly=on,multidevs=remap"
+    -device virtio-9p-pci,fsdev=layer,mount_tag=pfslayer)
+  append+=" pfs_layer=1"
+fi
+[ -z "$init" ] || append+=" pfs_init=$init"
 [ -z "$exposed" ] || append+=" pfs_expose=$exposed"
 qemu+=(-append "$append")
 

@@ -280,6 +280,21 @@ TEST_CASE("auth: Secret::load refuses a file another user owns", "[auth]") {
     CHECK_THAT(secret.error().message, Catch::Contains("is owned by uid 4242"));
 }
 
+TEST_CASE("auth: root takes a secret a system account owns (the daemons' user pfs)", "[auth]") {
+    if (::geteuid() != 0) {
+        WARN("not root: cannot give the file away");
+        return;
+    }
+    TempDir dir;
+    auto path = write_secret(dir, "0123456789abcdef-secret\n");
+    REQUIRE(::chown(path.c_str(), kFirstLoginUid - 1, kFirstLoginUid - 1) == 0);
+    CHECK(Secret::load(path).ok());
+    REQUIRE(::chown(path.c_str(), kFirstLoginUid, kFirstLoginUid) == 0);
+    auto refused = Secret::load(path);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error().message, Catch::Contains("is owned by uid " + std::to_string(kFirstLoginUid)));
+}
+
 TEST_CASE("auth: Secret::load refuses a short or huge secret", "[auth]") {
     TempDir dir;
     auto path = write_secret(dir, "0123456789abcde\n");  // 15 bytes after stripping
