@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
     --layer) layer=$(realpath -e "$2") || die "no such layer: $2"; shift 2 ;;
     --systemd) init=systemd; shift ;;
     -q|--quiet) quiet=1; shift ;;
-    -h|--help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --) shift; break ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) break ;;
