@@ -135,8 +135,9 @@ mount -t proc proc "$m/proc"
 mount --rbind /sys "$m/sys"
 mount --rbind /dev "$m/dev"
 # No /run/systemd/system in the chroot: the maintainer scripts see no
-# running systemd and start nothing here.
-for d in run tmp var/tmp; do mount -t tmpfs tmpfs "$m/$d"; done
+# running systemd and start nothing here. (/tmp stays: a checkout, and so
+# the repository, may be there.)
+mount -t tmpfs tmpfs "$m/run"
 chroot "$m" /bin/bash -euo pipefail -s -- "$repo" <<'NODE'
 repo=$1
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
