@@ -79,8 +79,9 @@ test-install: all
 	tests/kernel/install/run-install-test.sh --full --work $(BUILD)/install-test --dir $(BUILD)/kernel-guest
 
 # All of user space for arm64 (Debian's cross compilers and arm64 libraries,
-# added to dpkg as a foreign architecture) and its unit tests under
-# qemu-aarch64, and pfs.ko loaded in an arm64 guest: packaging/cross/arm64.sh.
+# added to dpkg as a foreign architecture), its unit tests under qemu-aarch64
+# and then all of them in an arm64 guest, and pfs.ko loaded in an arm64 guest:
+# packaging/cross/arm64.sh.
 # `make test` runs the protocol subset and the pfs.ko guest.
 cross-arm64: deps
 	packaging/cross/arm64.sh full $(BUILD)/arm64

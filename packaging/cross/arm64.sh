@@ -1,6 +1,6 @@
 #!/bin/bash
 # arm64.sh: PFS for aarch64 (arm64), cross-built on an amd64 Debian machine
-# and tested under qemu-user.
+# and tested under qemu-user and in arm64 guests.
 #
 #   arm64.sh subset BUILD_DIR   the wire protocol (common/proto, C, shared
 #                               with pfs.ko) and its unit tests, built by
@@ -8,9 +8,10 @@
 #                               qemu-aarch64: what `make test` runs
 #   arm64.sh full BUILD_DIR     all of user space (daemons, pfs-ctl, libpfs,
 #                               unit tests) with CMake for arm64 against
-#                               Debian's arm64 libraries (multiarch), then
-#                               every unit test under qemu-aarch64 (ctest):
-#                               `make cross-arm64`
+#                               Debian's arm64 libraries (multiarch), the
+#                               unit tests qemu-aarch64 can run, then every
+#                               unit test in an arm64 guest booting Debian's
+#                               arm64 kernel (TCG): `make cross-arm64`
 #   arm64.sh kmod BUILD_DIR     pfs.ko for arm64: the DKMS source tree built
 #                               against Debian's arm64 headers of the release
 #                               of the host's amd64 headers, then loaded and
@@ -18,17 +19,17 @@
 #                               Debian's arm64 kernel (TCG), where its
 #                               load-time protocol self-check runs: `make test`
 #
-# Needs crossbuild-essential-arm64, qemu-user and, for kmod, qemu-system-arm
-# (scripts/install-deps.sh; `full` adds the arm64 architecture and its -dev
-# packages itself; `kmod` downloads its arm64 packages with private apt lists
-# and leaves dpkg's architectures alone).
+# Needs crossbuild-essential-arm64, qemu-user and, for full and kmod,
+# qemu-system-arm (scripts/install-deps.sh; `full` adds the arm64
+# architecture and its -dev packages itself; the guests' kernel and busybox
+# are downloaded with private apt lists, dpkg's architectures left alone).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 sysroot=/usr/aarch64-linux-gnu
 die() { echo "arm64.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || { sed -n '2,25s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,26s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 mode=$1
 out=$2
 for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ qemu-aarch64; do
@@ -80,10 +81,11 @@ full() {
 		echo "arm64.sh: $bin: $(file -bL "$out/cmake/$bin" | cut -d, -f1-2)"
 	done
 	QEMU_LD_PREFIX=$sysroot qemu-aarch64 "$out/cmake/utils/ctl/pfs-ctl" --version
-	# Each unit test on its own under qemu-aarch64 (the toolchain file's
-	# emulator), with a time limit. qemu-user has no io_uring: the tests of
-	# the chunk store, the journal and the metadata store fail there.
-	(cd "$out/cmake" && ctest -R '^unit:' -j2 --timeout 60)
+	# Under qemu-user, the unit tests that need neither io_uring (which it
+	# does not emulate) nor loopback RPC (which spins under it).
+	QEMU_LD_PREFIX=$sysroot qemu-aarch64 "$out/cmake/tests/pfs-unit-tests" --durations no \
+		'~[uring]' '~[chunks]' '~[journal]' '~[rpc]' '~a random history replays to the same namespace'
+	guest_units "$out/cmake/tests/pfs-unit-tests"
 }
 
 # apt-get for arm64 packages without making arm64 a dpkg architecture: lists
@@ -121,10 +123,12 @@ unpack_arm64() {
 	touch "$root/.unpacked-$kver"
 }
 
-kmod() {
+# Debian's arm64 kernel of the release of the host's amd64 headers (KDIR):
+# sets kver and unpacks it, its headers and busybox under $out/kmod/root.
+arm64_kernel() {
 	command -v qemu-system-aarch64 > /dev/null || die "qemu-system-aarch64 is missing (scripts/install-deps.sh installs qemu-system-arm)"
 	export PATH=$PATH:/usr/sbin:/sbin
-	local kdir amd64_kver kver
+	local kdir amd64_kver
 	kdir=${KDIR:-$(make -s --no-print-directory -C "$src" print-kdir)}
 	amd64_kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' "$kdir/include/generated/utsrelease.h" 2> /dev/null || true)
 	case $amd64_kver in
@@ -132,6 +136,103 @@ kmod() {
 	*) die "cannot tell the Debian kernel release of KDIR='$kdir' ('$amd64_kver')" ;;
 	esac
 	unpack_arm64 "$kver"
+}
+
+# A busybox initramfs in directory $1 (its modules/ already there) whose
+# /init mounts devtmpfs, proc and sysfs, insmods modules/list in order and
+# then runs the script on stdin; that script's status goes to the console as
+# PFS-ARM64-EXIT=N and the guest powers off.
+arm64_initrd() {
+	local ird=$1
+	mkdir -p "$ird"/{bin,dev,proc,sys}
+	cp "$out/kmod/root/bin/busybox" "$ird/bin/busybox"
+	{
+		cat <<-'INIT'
+		#!/bin/busybox sh
+		/bin/busybox mount -t devtmpfs devtmpfs /dev
+		exec < /dev/console > /dev/console 2>&1
+		/bin/busybox --install -s /bin
+		export PATH=/bin
+		mount -t proc proc /proc
+		mount -t sysfs sysfs /sys
+		job() {
+		while read -r ko; do
+			insmod "/modules/$ko" || { echo "arm64 guest: insmod $ko failed"; return 1; }
+		done < /modules/list
+		INIT
+		cat
+		printf '%s\n' '}' 'job' 'echo "PFS-ARM64-EXIT=$?" > /dev/kmsg' 'poweroff -f'
+	} > "$ird/init"
+	chmod 0755 "$ird/init"
+	(cd "$ird" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) | gzip -1 > "$ird.img"
+}
+
+# Boots Debian's arm64 kernel on initramfs $1.img (TCG) for at most $2
+# seconds, console to $3, more QEMU arguments after; fails with the console
+# unless the job exited 0 without an Oops or a warning.
+arm64_boot() {
+	local ird=$1 limit=$2 console=$3
+	shift 3
+	timeout "$limit" qemu-system-aarch64 -M virt -cpu max -smp 2 -m 2G -accel tcg,thread=multi \
+		-nographic -no-reboot -kernel "$out/kmod/root/boot/vmlinuz-$kver" -initrd "$ird.img" \
+		-append "console=ttyAMA0 panic=-1 loglevel=7" "$@" > "$console" 2>&1 || true
+	if ! grep -q 'PFS-ARM64-EXIT=0' "$console" ||
+		grep -qE 'Oops|BUG:|WARNING:|Call trace:|Kernel panic' "$console"; then
+		cat "$console" >&2
+		return 1
+	fi
+}
+
+# The modules modprobe would load for $1 (and their dependencies) in the
+# unpacked arm64 root, into the initramfs directory $2.
+arm64_modules() {
+	local ird=$1
+	shift
+	local m mods=()
+	for m in "$@"; do
+		mapfile -t -O "${#mods[@]}" mods < <(modprobe -d "$out/kmod/root" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }')
+	done
+	# shellcheck disable=SC2046  # one path per word
+	"$src/tests/kernel/initrd-modules.sh" "$ird/modules" $(printf '%s\n' "${mods[@]}" | awk '!seen[$0]++')
+}
+
+# Every unit test in an arm64 guest: a real arm64 kernel (io_uring, sockets)
+# under TCG, this machine's root over 9p read-only (its multiarch arm64
+# libraries and loader serve the binary), /tmp on a fresh ext4 disk (the
+# chunk store's direct-io needs O_DIRECT, which tmpfs lacks before 6.6).
+guest_units() {
+	local unit=$1
+	arm64_kernel
+	local ird=$out/units-initrd console=$out/units-console.log
+	rm -rf "$ird"
+	arm64_modules "$ird" 9p 9pnet_virtio virtio_pci virtio_blk ext4
+	local disk=$out/units-tmp.img
+	rm -f "$disk"
+	truncate -s 4G "$disk"
+	mkfs.ext4 -q -F "$disk"
+	arm64_initrd "$ird" <<-JOB
+	mkdir -p /host
+	mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,ro hostroot /host || return 1
+	mount -t proc proc /host/proc && mount -t sysfs sysfs /host/sys && mount -t devtmpfs devtmpfs /host/dev &&
+		mkdir -p /host/dev/shm && mount -t tmpfs shm /host/dev/shm &&
+		mount -t ext4 /dev/vda /host/tmp && chmod 1777 /host/tmp && mount -t tmpfs run /host/run || return 1
+	ip link set lo up
+	echo "arm64 guest: \$(uname -srm), \$(nproc) CPUs"
+	chroot /host $unit --durations no --use-colour no
+	JOB
+	echo "arm64.sh: every unit test in an arm64 guest (TCG; console: $console)"
+	# shellcheck disable=SC2054  # commas belong to QEMU's option syntax
+	arm64_boot "$ird" 3000 "$console" \
+		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+		-drive file="$disk",format=raw,if=virtio ||
+		die "unit tests failed in the arm64 guest (console above)"
+	rm -f "$disk"
+	tr -d "\r" < "$console" | grep -E "^arm64 guest|^All tests passed|^test cases:"
+}
+
+kmod() {
+	arm64_kernel
 	local root=$out/kmod/root tree=$out/kmod/src log=$out/kmod/build.log
 	# The arm64 headers include the -common ones by absolute path: the
 	# host's, installed with its amd64 headers of the same release.
@@ -156,44 +257,16 @@ kmod() {
 	mkdir -p "$root/lib/modules/$kver/extra"
 	cp "$ko" "$root/lib/modules/$kver/extra/pfs.ko"
 	depmod -b "$root" "$kver"
-	local ird=$out/kmod/initrd
+	local ird=$out/kmod/initrd console=$out/kmod/console.log
 	rm -rf "$ird"
-	mkdir -p "$ird"/{bin,dev,proc,sys}
-	cp "$root/bin/busybox" "$ird/bin/busybox"
-	# shellcheck disable=SC2046  # one path per word
-	"$src/tests/kernel/initrd-modules.sh" "$ird/modules" \
-		$(modprobe -d "$root" -S "$kver" --show-depends pfs | awk '$1 == "insmod" && !seen[$2]++ { print $2 }')
-	cat > "$ird/init" <<-'INIT'
-	#!/bin/busybox sh
-	/bin/busybox mount -t devtmpfs devtmpfs /dev
-	exec < /dev/console > /dev/console 2>&1
-	/bin/busybox --install -s /bin
-	export PATH=/bin
-	mount -t proc proc /proc
-	mount -t sysfs sysfs /sys
-	rc=0
-	while read -r ko; do
-		insmod "/modules/$ko" || { echo "arm64 guest: insmod $ko failed"; rc=1; break; }
-	done < /modules/list
+	arm64_modules "$ird" pfs
+	arm64_initrd "$ird" <<-'JOB'
 	echo "arm64 guest: $(uname -m), pfs $(cat /sys/module/pfs/version 2> /dev/null || echo 'not loaded')"
-	[ "$rc" = 0 ] && { rmmod pfs || { echo "arm64 guest: rmmod pfs failed"; rc=1; }; }
-	[ ! -d /sys/module/pfs ] || rc=1
-	echo "PFS-ARM64-EXIT=$rc" > /dev/kmsg
-	poweroff -f
-	INIT
-	chmod 0755 "$ird/init"
-	(cd "$ird" && find . -print0 | LC_ALL=C sort -z | cpio --quiet -o -0 -H newc -R 0:0) | gzip -1 > "$out/kmod/initrd.img"
-
-	local console=$out/kmod/console.log
-	timeout 300 qemu-system-aarch64 -M virt -cpu max -smp 2 -m 1G -accel tcg,thread=multi \
-		-nographic -no-reboot -kernel "$root/boot/vmlinuz-$kver" -initrd "$out/kmod/initrd.img" \
-		-append "console=ttyAMA0 panic=-1 loglevel=7" > "$console" 2>&1 || true
+	rmmod pfs || { echo "arm64 guest: rmmod pfs failed"; return 1; }
+	[ ! -d /sys/module/pfs ]
+	JOB
+	arm64_boot "$ird" 300 "$console" || die "pfs.ko did not load and unload cleanly in the arm64 guest (console above)"
 	grep -E 'pfs:|arm64 guest' "$console" | grep -v 'Command line' || true
-	if ! grep -q 'PFS-ARM64-EXIT=0' "$console" ||
-		grep -qE 'Oops|BUG:|WARNING:|Call trace:|Kernel panic' "$console"; then
-		cat "$console" >&2
-		die "pfs.ko did not load and unload cleanly in the arm64 guest (console above)"
-	fi
 	grep -q 'pfs: protocol v[0-9]* ready' "$console" || die "pfs.ko's self-check did not report in the arm64 guest"
 	echo "arm64.sh: pfs.ko loaded (protocol self-check passed) and unloaded in an arm64 guest ($kver)"
 }

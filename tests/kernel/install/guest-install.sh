@@ -82,6 +82,13 @@ check_files() {  # WHEN
 # This machine's root is a Docker image's: its policy-rc.d forbids
 # maintainer scripts to start or restart services. A node has none.
 rm -f /usr/sbin/policy-rc.d
+# Nor is a server node a desktop: apt's PackageKit hook would start
+# packagekitd, polkit and logind (logind then holds a copy of the mount), and
+# man-db would reindex every manual page after each apt run (Debian's
+# man-db/auto-update=false removes this flag). Under TCG the two cost about
+# a minute of every apt-get here.
+systemctl mask --runtime --quiet packagekit.service
+rm -f /var/lib/man-db/auto-update
 
 step "systemd is PID 1; apt installed $version and DKMS built pfs.ko for $kver"
 [ "$(cat /proc/1/comm)" = systemd ] || fail "PID 1 is $(cat /proc/1/comm), not systemd"

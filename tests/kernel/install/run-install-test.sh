@@ -63,8 +63,8 @@ next=$version.1
 # The checkout's files as git sees them (uncommitted edits included).
 files() { (cd "$top" && git ls-files -z -c -o --exclude-standard | xargs -0 -r ls -d 2> /dev/null); }
 # What goes into no package (the tests that run from the checkout, the
-# README) does not count for the cache.
-stamp=$({ files | grep -v -E '^(tests/(kernel|integration|unit|fuzz)/|README\.md$)' |
+# cross build, the README) does not count for the cache.
+stamp=$({ files | grep -v -E '^(tests/(kernel|integration|unit|fuzz)/|packaging/cross/|README\.md$)' |
 	(cd "$top" && xargs -d '\n' sha256sum); echo "$next"; } | sha256sum | cut -d' ' -f1)
 debs=$work/debs
 if [ "$(cat "$debs/.stamp" 2> /dev/null)" != "$stamp" ]; then
