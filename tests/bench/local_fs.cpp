@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 namespace pfs::bench {
 namespace {
@@ -63,6 +66,45 @@ std::string dl_path(const std::string& root, int i) {
     return root + "/dl/" + std::to_string(i % 10) + "/" + std::to_string(i / 10 % 10) + "/img" + std::to_string(i);
 }
 
+// Buffer for O_DIRECT: aligned to any device's logical block.
+struct AlignedBuffer {
+    explicit AlignedBuffer(size_t n, char fill) : p(static_cast<char*>(std::aligned_alloc(4096, n))) {
+        if (!p) throw std::bad_alloc();
+        std::memset(p, fill, n);
+    }
+    ~AlignedBuffer() { std::free(p); }
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    char* p;
+};
+
+// Each thread writes PREFIX<i> in 1 MiB requests and fdatasyncs it; caches
+// dropped; each reads its file back. Open flags beyond the access mode in
+// `flags` (O_DIRECT). Returns {write MB/s, read MB/s}.
+std::pair<double, double> sequential(const std::string& prefix, const Workload& w, int flags) {
+    const size_t mib = 1 << 20;
+    double t = parallel(w.threads, [&](int i) {
+        AlignedBuffer block(mib, 'x');
+        auto path = prefix + std::to_string(i);
+        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | flags, 0644);
+        check(fd >= 0, "open " + path);
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pwrite_all(fd, block.p, mib, off_t(b * mib), path);
+        check(fdatasync(fd) == 0, "fdatasync " + path);
+        ::close(fd);
+    });
+    double write_mbs = w.threads * w.seq_mib_per_thread / t;
+    maybe_drop_caches(w);
+    t = parallel(w.threads, [&](int i) {
+        AlignedBuffer buf(mib, 0);
+        auto path = prefix + std::to_string(i);
+        int fd = ::open(path.c_str(), O_RDONLY | flags);
+        check(fd >= 0, "open " + path);
+        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pread_all(fd, buf.p, mib, off_t(b * mib), path);
+        ::close(fd);
+    });
+    return {write_mbs, w.threads * w.seq_mib_per_thread / t};
+}
+
 }  // namespace
 
 Status drop_caches() {
@@ -81,40 +123,28 @@ Figures run_local(const std::string& dir, const Workload& w) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     Figures f;
-    const size_t mib = 1 << 20;
-    std::vector<char> block(mib, 'x');
 
-    // (a) sequential file per thread, 1 MiB requests.
-    double t = parallel(w.threads, [&](int i) {
-        auto path = dir + "/seq" + std::to_string(i);
-        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-        check(fd >= 0, "open " + path);
-        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pwrite_all(fd, block.data(), mib, b * mib, path);
-        check(fdatasync(fd) == 0, "fdatasync " + path);
-        ::close(fd);
-    });
-    f.seq_write_mbs = w.threads * w.seq_mib_per_thread / t;
-    maybe_drop_caches(w);
-    t = parallel(w.threads, [&](int i) {
-        std::vector<char> buf(mib);
-        auto path = dir + "/seq" + std::to_string(i);
-        int fd = ::open(path.c_str(), O_RDONLY);
-        check(fd >= 0, "open " + path);
-        for (uint64_t b = 0; b < w.seq_mib_per_thread; ++b) pread_all(fd, buf.data(), mib, b * mib, path);
-        ::close(fd);
-    });
-    f.seq_read_mbs = w.threads * w.seq_mib_per_thread / t;
+    // (a) a sequential file per thread, 1 MiB requests, through the page
+    // cache and then with O_DIRECT (fio's --end_fsync=1 for both writes).
+    auto [write_mbs, read_mbs] = sequential(dir + "/seq", w, 0);
+    f.seq_write_mbs = write_mbs, f.seq_read_mbs = read_mbs;
+    std::tie(write_mbs, read_mbs) = sequential(dir + "/direct", w, O_DIRECT);
+    f.direct_write_mbs = write_mbs, f.direct_read_mbs = read_mbs;
 
-    // (b) deep-learning reads: 100 KiB files, whole, random order.
+    // (b) deep-learning reads: 100 KiB files written by every thread, then
+    // read whole in random order.
     std::vector<char> image(100 << 10, 'i');
-    for (int i = 0; i < w.dl_files; ++i) {
-        auto p = dl_path(dir, i);
-        fs::create_directories(fs::path(p).parent_path());
-        int fd = ::open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-        check(fd >= 0, "create " + p);
-        pwrite_all(fd, image.data(), image.size(), 0, p);
-        ::close(fd);
-    }
+    for (int i = 0; i < std::min(w.dl_files, 100); ++i) fs::create_directories(fs::path(dl_path(dir, i)).parent_path());
+    double t = parallel(w.threads, [&](int tid) {
+        for (int i = tid; i < w.dl_files; i += w.threads) {
+            auto p = dl_path(dir, i);
+            int fd = ::open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+            check(fd >= 0, "create " + p);
+            pwrite_all(fd, image.data(), image.size(), 0, p);
+            ::close(fd);
+        }
+    });
+    f.dl_write_files_s = w.dl_files / t;
     maybe_drop_caches(w);
     std::vector<int> order(w.dl_files);
     for (int i = 0; i < w.dl_files; ++i) order[i] = i;

@@ -12,7 +12,9 @@ namespace pfs::bench {
 
 struct Figures {
     double seq_write_mbs = 0, seq_read_mbs = 0;
-    double dl_read_files_s = 0;
+    // O_DIRECT: POSIX systems only (libpfs has no client cache to bypass).
+    double direct_write_mbs = 0, direct_read_mbs = 0;
+    double dl_write_files_s = 0, dl_read_files_s = 0;
     double create_shared_s = 0, stat_shared_s = 0, unlink_shared_s = 0;
     double create_private_s = 0;
 };

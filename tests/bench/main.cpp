@@ -31,11 +31,15 @@ struct Row {
     const char* name;
     const char* unit;
     double bench::Figures::*field;
+    bool posix_only = false;
 };
 
 const Row kRows[] = {
     {"seq_write", "MB/s", &bench::Figures::seq_write_mbs},
     {"seq_read", "MB/s", &bench::Figures::seq_read_mbs},
+    {"direct_write", "MB/s", &bench::Figures::direct_write_mbs, true},
+    {"direct_read", "MB/s", &bench::Figures::direct_read_mbs, true},
+    {"dl_write_100k", "files/s", &bench::Figures::dl_write_files_s},
     {"dl_read_100k", "files/s", &bench::Figures::dl_read_files_s},
     {"create_shared_dir", "ops/s", &bench::Figures::create_shared_s},
     {"stat_shared_dir", "ops/s", &bench::Figures::stat_shared_s},
@@ -52,6 +56,9 @@ struct System {
     std::vector<bench::Figures> rounds;
     bench::Figures figures;     // each figure's median over the rounds
 };
+
+// Whether a system ran a row's workload (O_DIRECT is for POSIX systems).
+bool measured(const System& s, const Row& r) { return !(r.posix_only && s.libpfs); }
 
 // The median of each figure over a system's rounds: one slow round (a noisy
 // neighbour, a journal commit) does not decide a ratio.
@@ -147,11 +154,27 @@ void print_table(const std::vector<System>& systems, const System& base) {
     std::printf("  unit\n");
     for (const Row& r : kRows) {
         std::printf("%-24s", r.name);
-        for (const auto& s : systems) std::printf(" %12.0f", s.figures.*r.field);
-        double b = base.figures.*r.field;
         for (const auto& s : systems)
-            if (&s != &base) std::printf(" %11.2fx", b > 0 ? s.figures.*r.field / b : 0);
+            measured(s, r) ? std::printf(" %12.0f", s.figures.*r.field) : std::printf(" %12s", "-");
+        double b = base.figures.*r.field;
+        for (const auto& s : systems) {
+            if (&s == &base) continue;
+            measured(s, r) && measured(base, r) ? std::printf(" %11.2fx", b > 0 ? s.figures.*r.field / b : 0)
+                                                : std::printf(" %12s", "-");
+        }
         std::printf("  %s\n", r.unit);
+    }
+    if (base.rounds.size() < 2) return;
+    std::printf("each round, in the order run\n");
+    for (const Row& r : kRows) {
+        std::printf("%-24s", r.name);
+        for (const auto& s : systems) {
+            if (!measured(s, r)) continue;
+            std::printf(" %s", s.name.c_str());
+            const char* sep = " ";
+            for (const auto& f : s.rounds) std::printf("%s%.0f", sep, f.*r.field), sep = "/";
+        }
+        std::printf("\n");
     }
 }
 
@@ -171,9 +194,10 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
         json row = {{"unit", r.unit}};
         double b = base.figures.*r.field;
         for (const auto& s : systems) {
+            if (!measured(s, r)) continue;
             row[s.name] = s.figures.*r.field;
             for (const auto& f : s.rounds) row["rounds"][s.name].push_back(f.*r.field);
-            if (&s != &base) row["ratio"][s.name] = b > 0 ? s.figures.*r.field / b : 0;
+            if (&s != &base && measured(base, r)) row["ratio"][s.name] = b > 0 ? s.figures.*r.field / b : 0;
         }
         out["results"][r.name] = row;
     }

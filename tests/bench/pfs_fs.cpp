@@ -95,6 +95,7 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
         co_return Unit{};
     });
     if (!t) co_return t.error();
+    f.dl_write_files_s = w.dl_files / *t;
     if (auto st = cold_caches(w); !st) co_return st.error();
     std::vector<int> order(w.dl_files);
     for (int i = 0; i < w.dl_files; ++i) order[i] = i;

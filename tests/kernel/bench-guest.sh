@@ -2,8 +2,10 @@
 # Guest side of `make bench-kernel` (tests/kernel/bench.sh boots it through
 # run-guest.sh): pfs-bench through plain POSIX calls on PFS mounted with
 # pfs.ko, on NFSv4.2 from the guest's own kernel over loopback, and on the
-# local file system, all three backed by the same scratch disk, side by side
-# with ratios to the local file system. The kernel's caches are dropped
+# local file system, all three backed by the same scratch disk (PFS's
+# targets and every daemon's state, the metadata journal included, as NFS's
+# export), PFS with its default server and mount options, side by side with
+# ratios to the local file system. The kernel's caches are dropped
 # before every read and stat phase (pfs-bench --drop-caches), so reads reach
 # each file system instead of the page cache. A small warm-up round on every
 # system comes first (TCG's code translation), its figures discarded. Then
@@ -23,8 +25,10 @@
 . "$(dirname "$0")/lib.sh"
 
 systems=pfs,nfs,local
-# The guest runs CPU-bound work ~20x slower than the host: small sizes.
-sizes="--threads 2 --seq-mib 32 --dl-files 500 --meta-files 300"
+# Two streams of 256 MiB (buffered, then O_DIRECT) and 2,000 files of
+# 100 KiB, as a user would try it; the metadata workload is small (the guest
+# runs CPU-bound work ~20x slower than the host).
+sizes="--threads 2 --seq-mib 256 --dl-files 2000 --meta-files 300"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--systems) systems=$2; shift 2 ;;
@@ -49,10 +53,8 @@ cleanup() {
 trap cleanup EXIT
 
 if has pfs; then
-	step "PFS: mgmtd, meta, 2 storage servers x 2 targets on $PFS_SCRATCH; pfs.ko on /mnt/pfs"
-	# Chunk files bypass the servers' page cache (direct-io), as for make
-	# bench: data sets larger than memory, and no second copy under TCG.
-	PFS_STORAGE_DIRECT_IO=true start_cluster 2 2
+	step "PFS: mgmtd, meta, 2 storage servers x 2 targets, all on $PFS_SCRATCH; pfs.ko on /mnt/pfs"
+	PFS_STATE_DIR=$PFS_SCRATCH/pfs-state start_cluster 2 2
 	load_module
 	mount_pfs /mnt/pfs
 fi

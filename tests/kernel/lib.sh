@@ -214,11 +214,14 @@ print([n["node_id"] for n in json.load(sys.stdin)["nodes"] if n["alias"] == sys.
 start_cluster() {
 	local nstor=${1:-2} ntgt=${2:-2} nmeta=${3:-1} d=$PFS_CLUSTER_DIR n t targets
 	local tdir=${PFS_SCRATCH:-$d}/pfs-targets
+	# The daemons' state (the metadata journal included): PFS_STATE_DIR,
+	# for a benchmark that puts it on the disk its rivals use.
+	local sdir=${PFS_STATE_DIR:-$d}
 	mkdir -p "$d/etc" "$d/log" "$d/run"
 	(umask 077 && head -c 32 /dev/urandom | base64 > "$PFS_SECRET")
 	cat > "$d/etc/mgmtd.conf" <<-CONF
 		auth-file = $PFS_SECRET
-		data-dir = $d/mgmtd
+		data-dir = $sdir/mgmtd
 		listen = 127.0.0.1
 		port = $PFS_MGMTD_PORT
 	CONF
@@ -233,7 +236,7 @@ start_cluster() {
 			listen = 127.0.0.1
 			port = $((8005 + 10 * (n - 1)))
 			alias = meta$n
-			state-dir = $d/meta$n
+			state-dir = $sdir/meta$n
 			heartbeat-ms = 1000
 		CONF
 		[ -z "${PFS_META_CONF:-}" ] || echo "$PFS_META_CONF" >> "$d/etc/meta$n.conf"
@@ -251,7 +254,7 @@ start_cluster() {
 			listen = 127.0.0.1
 			port = $((8003 + 10 * (n - 1)))
 			alias = storage$n
-			state-dir = $d/storage$n
+			state-dir = $sdir/storage$n
 			targets = $targets
 			heartbeat-ms = 1000
 			direct-io = ${PFS_STORAGE_DIRECT_IO:-false}

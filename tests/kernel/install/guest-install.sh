@@ -41,9 +41,14 @@ main_pids() {
 	for u in "${units[@]}"; do systemctl show -P MainPID "$u"; done
 }
 
-apt_update_pfs() {  # only the PFS source: the node has no other network
-	apt-get update -q -o Dir::Etc::sourcelist=sources.list.d/pfs.list -o Dir::Etc::sourceparts=- \
-		-o APT::Get::List-Cleanup=0 < /dev/null
+# apt with only the PFS source: the node has no other network, and under
+# TCG building apt's cache of this machine's full Debian lists takes about
+# half a minute per run. What the packages depend on is installed already.
+apt_pfs() {
+	local tool=$1
+	shift
+	"$tool" -q -o Dir::Etc::sourcelist=sources.list.d/pfs.list -o Dir::Etc::sourceparts=- \
+		-o APT::Get::List-Cleanup=0 "$@" < /dev/null
 }
 
 # Services started while the file system was mounted (the D-Bus services
@@ -85,8 +90,8 @@ rm -f /usr/sbin/policy-rc.d
 # Nor is a server node a desktop: apt's PackageKit hook would start
 # packagekitd, polkit and logind (logind then holds a copy of the mount), and
 # man-db would reindex every manual page after each apt run (Debian's
-# man-db/auto-update=false removes this flag). Under TCG the two cost about
-# a minute of every apt-get here.
+# man-db/auto-update=false removes this flag). Under TCG the two cost the
+# upgrade and the purge about 20 s each.
 systemctl mask --runtime --quiet packagekit.service
 rm -f /var/lib/man-db/auto-update
 
@@ -148,7 +153,7 @@ echo "$(wc -l < /root/sums) files, $(du -sh $mnt/data | cut -f1)"
 
 step "upgrade to $next from the second repository"
 cp "$repo_new/pfs.list" /etc/apt/sources.list.d/pfs.list
-apt_update_pfs > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; fail "apt-get update failed"; }
+apt_pfs apt-get update > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; fail "apt-get update failed"; }
 mapfile -t pids_before < <(main_pids)
 upgrade=(pfs-common pfs-mgmtd pfs-meta pfs-storage pfs-utils)
 if [ "$full" = 1 ]; then
@@ -156,9 +161,9 @@ if [ "$full" = 1 ]; then
 else
 	# pfs-utils recommends it, so apt would upgrade it too: its DKMS build
 	# takes 4 minutes under TCG (make test-install does it).
-	apt-mark hold pfs-client-dkms
+	apt_pfs apt-mark hold pfs-client-dkms
 fi
-apt-get install -y -q "${upgrade[@]}" < /dev/null > /tmp/apt.log 2>&1 ||
+apt_pfs apt-get install -y "${upgrade[@]}" > /tmp/apt.log 2>&1 ||
 	{ cat /tmp/apt.log; fail "apt-get install of $next failed"; }
 grep -E '^(Unpacking|Setting up|Building|Done)' /tmp/apt.log || true
 for p in "${upgrade[@]}"; do
@@ -166,7 +171,7 @@ for p in "${upgrade[@]}"; do
 done
 if [ "$full" = 0 ]; then
 	[ "$(installed_version pfs-client-dkms)" = "$version" ] || fail "the held pfs-client-dkms was upgraded"
-	apt-mark unhold pfs-client-dkms
+	apt_pfs apt-mark unhold pfs-client-dkms
 fi
 mapfile -t pids_after < <(main_pids)
 for i in "${!units[@]}"; do
@@ -199,7 +204,7 @@ umount $mnt
 release_mount_copies
 wait_until "pfs.ko unused after umount" rmmod pfs
 mapfile -t owned < <(dpkg -L "${packages[@]}" | sort -u)
-apt-get purge -y -q "${packages[@]}" < /dev/null > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; fail "apt-get purge failed"; }
+apt_pfs apt-get purge -y "${packages[@]}" > /tmp/apt.log 2>&1 || { cat /tmp/apt.log; fail "apt-get purge failed"; }
 for p in "${packages[@]}"; do
 	[ -z "$(installed_version "$p")" ] || fail "$p is still known to dpkg: $(installed_version "$p")"
 done
