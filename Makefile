@@ -74,8 +74,9 @@ repo: deb rpm
 		$(if $(REPO_GNUPG_HOME),--gnupg-home $(REPO_GNUPG_HOME))
 
 # The install test with everything (`make test` runs it without the DKMS
-# rebuild on upgrade inside the guest): tests/kernel/install/.
-test-install: all
+# rebuild on upgrade inside the guest): tests/kernel/install/; first the
+# RPMs and rpmlint's report on them (`make test` builds only the .debs).
+test-install: all rpm
 	tests/kernel/install/run-install-test.sh --full --work $(BUILD)/install-test --dir $(BUILD)/kernel-guest
 
 # All of user space for arm64 (Debian's cross compilers and arm64 libraries,
@@ -85,6 +86,7 @@ test-install: all
 # `make test` runs the protocol subset and the pfs.ko guest.
 cross-arm64: deps
 	packaging/cross/arm64.sh full $(BUILD)/arm64
+	packaging/cross/arm64.sh deb $(BUILD)/arm64
 	packaging/cross/arm64.sh kmod $(BUILD)/arm64
 
 run: all

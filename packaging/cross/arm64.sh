@@ -12,6 +12,9 @@
 #                               unit tests qemu-aarch64 can run, then every
 #                               unit test in an arm64 guest booting Debian's
 #                               arm64 kernel (TCG): `make cross-arm64`
+#   arm64.sh deb BUILD_DIR      the Debian packages for arm64
+#                               (dpkg-buildpackage -a arm64), checked and
+#                               linted: `make cross-arm64`
 #   arm64.sh kmod BUILD_DIR     pfs.ko for arm64: the DKMS source tree built
 #                               against Debian's arm64 headers of the release
 #                               of the host's amd64 headers, then loaded and
@@ -20,7 +23,7 @@
 #                               load-time protocol self-check runs: `make test`
 #
 # Needs crossbuild-essential-arm64, qemu-user and, for full and kmod,
-# qemu-system-arm (scripts/install-deps.sh; `full` adds the arm64
+# qemu-system-arm (scripts/install-deps.sh; `full` and `deb` add the arm64
 # architecture and its -dev packages itself; the guests' kernel and busybox
 # are downloaded with private apt lists, dpkg's architectures left alone).
 set -euo pipefail
@@ -29,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 sysroot=/usr/aarch64-linux-gnu
 die() { echo "arm64.sh: $*" >&2; exit 1; }
-[ $# -eq 2 ] || { sed -n '2,26s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,29s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 mode=$1
 out=$2
 for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-g++ qemu-aarch64; do
@@ -57,9 +60,11 @@ subset() {
 	QEMU_LD_PREFIX=$sysroot qemu-aarch64 "$out/pfs-proto-tests"
 }
 
-full() {
+# The arm64 architecture in dpkg and the arm64 -dev packages the build
+# needs (multiarch, beside the amd64 ones).
+arm64_dev_packages() {
 	local libs=(libboost-dev:arm64 libboost-program-options-dev:arm64 liburing-dev:arm64 libssl-dev:arm64
-		libibverbs-dev:arm64 librdmacm-dev:arm64 nlohmann-json3-dev catch2)
+		libibverbs-dev:arm64 librdmacm-dev:arm64 nlohmann-json3-dev catch2 pkgconf:arm64)
 	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 		echo "arm64.sh: adding the arm64 architecture to dpkg" >&2
 		dpkg --add-architecture arm64
@@ -71,6 +76,10 @@ full() {
 	done
 	[ ${#missing[@]} -eq 0 ] ||
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+full() {
+	arm64_dev_packages
 	cmake -S "$src" -B "$out/cmake" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$here/aarch64-linux-gnu.cmake" \
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build "$out/cmake" --target pfs-mgmtd pfs-meta pfs-storage pfs-ctl mount.pfs pfs_shared pfs-unit-tests
@@ -231,6 +240,43 @@ guest_units() {
 	tr -d "\r" < "$console" | grep -E "^arm64 guest|^All tests passed|^test cases:"
 }
 
+# The Debian packages for arm64: dpkg-buildpackage -a arm64 of the checkout
+# (uncommitted edits included) in $out/deb, each package's architecture and
+# executables checked, lintian as for amd64.
+deb() {
+	arm64_dev_packages
+	local tree=$out/deb/src log=$out/deb/build.log
+	rm -rf "$out/deb"
+	mkdir -p "$tree"
+	(cd "$src" && git ls-files -z -c -o --exclude-standard | xargs -0 -r ls -d 2> /dev/null | tar -c -T - -f -) |
+		tar -x -C "$tree"
+	(cd "$tree" && dpkg-checkbuilddeps -a arm64) || die "build dependencies for arm64 are missing (above)"
+	echo "arm64.sh: dpkg-buildpackage -a arm64 (log: $log)"
+	(cd "$tree" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=$(nproc)" dpkg-buildpackage -a arm64 -us -uc -b) \
+		> "$log" 2>&1 || { tail -n 40 "$log" >&2; die "dpkg-buildpackage -a arm64 failed"; }
+	local deb arch x=$out/deb/x elf n total=0
+	for deb in "$out"/deb/*.deb; do
+		arch=$(dpkg-deb -f "$deb" Architecture)
+		rm -rf "$x"
+		dpkg-deb -x "$deb" "$x"
+		elf=$(find "$x" -type f -exec file {} + | grep ELF || true)
+		n=$(grep -c . <<< "$elf" || true)
+		case $arch in
+		arm64) ;;
+		all) [ -z "$elf" ] || die "$(basename "$deb") is for all architectures but holds ELF files" ;;
+		*) die "$(basename "$deb") is for $arch" ;;
+		esac
+		! grep -v "ARM aarch64" <<< "$elf" | grep -q . || die "$(basename "$deb") holds non-arm64 code: $(grep -v 'ARM aarch64' <<< "$elf")"
+		echo "arm64.sh: $(basename "$deb"): $arch, $n aarch64 ELF files"
+		total=$((total + n))
+	done
+	rm -rf "$x"
+	[ "$total" -ge 6 ] || die "the arm64 packages hold $total executables and libraries, not the daemons, pfs-ctl, mount.pfs, pfs-bench and libpfsclient"
+	lintian --fail-on error,warning "$out"/deb/pfs_*_arm64.changes 2>&1 | sed 's/^/  lintian: /' ||
+		die "lintian found errors or warnings (above)"
+	echo "arm64.sh: the arm64 packages are built, lintian: no error, no warning"
+}
+
 kmod() {
 	arm64_kernel
 	local root=$out/kmod/root tree=$out/kmod/src log=$out/kmod/build.log
@@ -274,6 +320,7 @@ kmod() {
 case $mode in
 subset) subset ;;
 full) full ;;
+deb) deb ;;
 kmod) kmod ;;
-*) die "unknown mode '$mode' (subset, full, kmod)" ;;
+*) die "unknown mode '$mode' (subset, full, deb, kmod)" ;;
 esac
