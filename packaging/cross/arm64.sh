@@ -192,8 +192,8 @@ arm64_boot() {
 	fi
 }
 
-# The modules modprobe would load for $1 (and their dependencies) in the
-# unpacked arm64 root, into the initramfs directory $2.
+# Into the initramfs directory $1: the modules after it, and what they
+# depend on, as modprobe would load them from the unpacked arm64 root.
 arm64_modules() {
 	local ird=$1
 	shift
@@ -227,7 +227,7 @@ guest_units() {
 		mount -t ext4 /dev/vda /host/tmp && chmod 1777 /host/tmp && mount -t tmpfs run /host/run || return 1
 	ip link set lo up
 	echo "arm64 guest: \$(uname -srm), \$(nproc) CPUs"
-	chroot /host $unit --durations no --use-colour no
+	chroot /host "$unit" --durations no --use-colour no
 	JOB
 	echo "arm64.sh: every unit test in an arm64 guest (TCG; console: $console)"
 	# shellcheck disable=SC2054  # commas belong to QEMU's option syntax
