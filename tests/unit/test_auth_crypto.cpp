@@ -267,30 +267,37 @@ TEST_CASE("auth: Secret::load refuses a file its group or other users can access
     CHECK(Secret::load(write_secret(dir, "0123456789abcdef-secret\n", 0400)).ok());
 }
 
-TEST_CASE("auth: Secret::load refuses a file another user owns", "[auth]") {
-    if (::geteuid() != 0) {
-        WARN("not root: cannot give the file away");
-        return;
-    }
-    TempDir dir;
+namespace {
+
+// Only root can give a file away; other runs skip the ownership tests.
+bool can_give_files_away() {
+    if (::geteuid() == 0) return true;
+    WARN("not root: cannot give the file away");
+    return false;
+}
+
+// A valid secret file (mode 0600) that uid owns.
+fs::path secret_owned_by(const TempDir& dir, uid_t uid) {
     auto path = write_secret(dir, "0123456789abcdef-secret\n");
-    REQUIRE(::chown(path.c_str(), 4242, 4242) == 0);
-    auto secret = Secret::load(path);
+    REQUIRE(::chown(path.c_str(), uid, uid) == 0);
+    return path;
+}
+
+}  // namespace
+
+TEST_CASE("auth: Secret::load refuses a file another user owns", "[auth]") {
+    if (!can_give_files_away()) return;
+    TempDir dir;
+    auto secret = Secret::load(secret_owned_by(dir, 4242));
     REQUIRE_FALSE(secret.ok());
     CHECK_THAT(secret.error().message, Catch::Contains("is owned by uid 4242"));
 }
 
 TEST_CASE("auth: root takes a secret a system account owns (the daemons' user pfs)", "[auth]") {
-    if (::geteuid() != 0) {
-        WARN("not root: cannot give the file away");
-        return;
-    }
+    if (!can_give_files_away()) return;
     TempDir dir;
-    auto path = write_secret(dir, "0123456789abcdef-secret\n");
-    REQUIRE(::chown(path.c_str(), kFirstLoginUid - 1, kFirstLoginUid - 1) == 0);
-    CHECK(Secret::load(path).ok());
-    REQUIRE(::chown(path.c_str(), kFirstLoginUid, kFirstLoginUid) == 0);
-    auto refused = Secret::load(path);
+    CHECK(Secret::load(secret_owned_by(dir, kFirstLoginUid - 1)).ok());
+    auto refused = Secret::load(secret_owned_by(dir, kFirstLoginUid));
     REQUIRE_FALSE(refused.ok());
     CHECK_THAT(refused.error().message, Catch::Contains("is owned by uid " + std::to_string(kFirstLoginUid)));
 }
