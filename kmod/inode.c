@@ -68,6 +68,9 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 	bool local = S_ISREG(inode->i_mode) && pfs_has_local_writes(inode);
 	/* Not the first fill of a new inode: changes are news. */
 	bool known = test_bit(PFS_INO_ATTR_KNOWN, &pi->flags);
+	/* The metadata server's st_blocks, when nothing of ours is missing. */
+	bool counted = S_ISREG(inode->i_mode) && !local &&
+		       attr->blocks != PFS_BLOCKS_UNKNOWN;
 
 	/* An answer about another entry, or of another type: not ours. */
 	if (memcmp(&attr->id, &pi->id, sizeof(attr->id)) ||
@@ -98,15 +101,21 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 		size = old_size;
 	i_size_write(inode, size);
 	/*
-	 * Regular files: an estimate until the targets are asked, at the
-	 * next stat after a change (pfs_refresh_blocks).
+	 * Regular files the server has no count of: an estimate until the
+	 * targets are asked, at the next stat after a change
+	 * (pfs_refresh_blocks).
 	 */
-	if (!S_ISREG(inode->i_mode) || !known)
+	if (counted)
+		inode->i_blocks = attr->blocks;
+	else if (!S_ISREG(inode->i_mode) || !known)
 		inode->i_blocks = (size + 511) >> 9;
 	pi->btime = pfs_ts(&attr->btime);
 	spin_unlock(&inode->i_lock);
-	if (S_ISREG(inode->i_mode) && (!known || size != old_size ||
-				       !timespec64_equal(&mtime, &old_mtime)))
+	if (counted)
+		clear_bit(PFS_INO_BLOCKS_STALE, &pi->flags);
+	else if (S_ISREG(inode->i_mode) &&
+		 (!known || size != old_size ||
+		  !timespec64_equal(&mtime, &old_mtime)))
 		set_bit(PFS_INO_BLOCKS_STALE, &pi->flags);
 
 	if (S_ISREG(inode->i_mode) && !local && known &&

@@ -138,10 +138,13 @@ static void pfs_tcall_put(struct pfs_tcall *c)
 
 /*
  * st_blocks is the sum of what the file's chunk files take on the targets'
- * disks. It is asked for again at the first stat after the file changed as
- * far as this client knows (its own writes, truncates and fallocates, or
- * a size or mtime from the server that moved); other stats answer the
- * value cached. Dirty pages are written back first, so that they count.
+ * disks. The metadata server counts it after a change and sends it with
+ * the attributes (pfs_inode_update); when it has no count yet, or this
+ * client has writes the server does not know of, the targets are asked
+ * here at the first stat after the file changed as far as this client
+ * knows (its own writes, truncates and fallocates, or a size or mtime from
+ * the server that moved); other stats answer the value cached. Dirty
+ * pages are written back first, so that they count.
  */
 int pfs_refresh_blocks(struct inode *inode)
 {

@@ -499,11 +499,14 @@ awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<c
     auto st = co_await io_.write(file.layout, file.attr.id, offset, data, &file.verifiers);
     if (!st) co_return st;
     file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
+    file.unreported = true;
     co_return ok_status();
 }
 
 awaitable<Status> FileSystem::report_size(OpenFile& file) {
-    if (file.written_end <= file.attr.size) co_return ok_status();
+    // Also a write inside the size: its mtime, and the server counts the
+    // file's st_blocks again.
+    if (!file.unreported && file.written_end <= file.attr.size) co_return ok_status();
     pfs_setattr m{};
     m.id = file.attr.id;
     m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME | PFS_SET_MTIME_NOW;  // the server's clock
@@ -511,6 +514,7 @@ awaitable<Status> FileSystem::report_size(OpenFile& file) {
     auto attr = co_await attr_call(file.attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
     if (!attr) co_return attr.error();
     file.attr = *attr;
+    file.unreported = false;
     co_return ok_status();
 }
 

@@ -31,6 +31,7 @@ struct OpenFile {
     pfs_attr attr{};
     StripeLayout layout;
     uint64_t written_end = 0;  // how far this handle wrote: reported on sync/close
+    bool unreported = false;   // written since the last report (mtime, st_blocks)
     uint64_t owner = 0;        // lock owner, unique within the client (0: closed)
     bool locked = false;       // took a lock once: close releases what is left
     WriteVerifiers verifiers;  // of the writes since the last fsync

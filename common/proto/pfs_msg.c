@@ -415,7 +415,8 @@ int pfs_x_attr(struct pfs_xdr *x, struct pfs_attr *m)
 	pfs_x_timespec(x, &m->mtime);
 	pfs_x_timespec(x, &m->ctime);
 	pfs_x_u32(x, &m->rdev);
-	return pfs_x_timespec(x, &m->btime);
+	pfs_x_timespec(x, &m->btime);
+	return pfs_x_u64(x, &m->blocks);
 }
 
 int pfs_x_layout(struct pfs_xdr *x, struct pfs_layout *m)

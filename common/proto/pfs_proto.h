@@ -19,8 +19,9 @@
 /* 3: pfs_attr carries rdev and btime; MKNOD; special-file DT_ types;
  * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy
  * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk); nodes
- * list more addresses (struct pfs_node_addr: RDMA rails) */
-#define PFS_PROTO_VERSION	4
+ * list more addresses (struct pfs_node_addr: RDMA rails)
+ * 5: pfs_attr carries blocks, the metadata server's st_blocks */
+#define PFS_PROTO_VERSION	5
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -604,8 +605,14 @@ struct pfs_timespec {
 /*
  * What stat(2) reports; mode carries the S_IFMT type bits. rdev: a device
  * file's number as Linux's new_encode_dev() packs it (0 for other types);
- * btime: when the inode was created (statx's STATX_BTIME).
+ * btime: when the inode was created (statx's STATX_BTIME). blocks: a
+ * regular file's st_blocks (512-byte units its chunk files take on the
+ * targets) as the metadata server last learnt it, or PFS_BLOCKS_UNKNOWN
+ * while a change it was told of (a size or mtime set, a truncate, a
+ * fallocate) is not counted yet; unused for other types.
  */
+#define PFS_BLOCKS_UNKNOWN	(~(__u64)0)
+
 struct pfs_attr {
 	struct pfs_entry_id id;
 	__u32 mode;
@@ -618,6 +625,7 @@ struct pfs_attr {
 	struct pfs_timespec ctime;
 	__u32 rdev;
 	struct pfs_timespec btime;
+	__u64 blocks;
 };
 
 /* A file's stripe layout: chunk size and its targets in stripe order. */

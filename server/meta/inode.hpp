@@ -67,12 +67,23 @@ struct Attr {
     Timespec atime{}, mtime{}, ctime{};
     uint32_t rdev = 0;  // device files: new_encode_dev() of the number
     Timespec btime{};   // creation, never changed (statx's STATX_BTIME)
+    // Regular files: st_blocks as last counted on the targets, or
+    // PFS_BLOCKS_UNKNOWN (FileBody::blocks); 0 for other types.
+    uint64_t blocks = 0;
 };
 
 using Xattrs = std::map<std::string, std::string, std::less<>>;
 
 struct FileBody {
     StripeLayout layout;
+    // st_blocks: what the chunk files take, as the last count over the
+    // targets found (Namespace::start_blocks_count). Not persisted: a
+    // restarted server counts again. A size or mtime set (a writer's
+    // report, a truncate, a fallocate) makes it unknown and moves the
+    // epoch, so a count that overlapped the change is not kept.
+    uint64_t blocks = PFS_BLOCKS_UNKNOWN;
+    uint64_t blocks_epoch = 0;
+    bool blocks_counting = false;
 };
 
 // An inode whose entry lives with another metadata server: the directory

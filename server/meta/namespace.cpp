@@ -94,6 +94,7 @@ Result<Inode*> Namespace::find_dir(const pfs_entry_id& id) {
 Attr Namespace::attr_of(const Inode& node) const {
     Attr a = node.attr;
     if (node.is_dir()) a.size = node.dir().entries->size();
+    if (const auto* file = std::get_if<FileBody>(&node.body)) a.blocks = file->blocks;
     return a;
 }
 
@@ -441,6 +442,37 @@ Result<std::optional<FreedFile>> Namespace::close(const pfs_entry_id& id) {
     if (n.opens == 0) return fail(-EBADF, "inode " + std::to_string(id.ino) + " is not open");
     if (--n.opens > 0 || n.attr.nlink > 0) return std::optional<FreedFile>{};
     return purge_orphan(id);
+}
+
+// ---- st_blocks ----
+
+std::optional<BlocksCount> Namespace::start_blocks_count(const pfs_entry_id& id, bool even_if_open) {
+    auto node = find(id);
+    if (!node || (!even_if_open && (*node)->opens > 0)) return std::nullopt;
+    auto* file = std::get_if<FileBody>(&(*node)->body);
+    if (!file || file->blocks != PFS_BLOCKS_UNKNOWN || file->blocks_counting) return std::nullopt;
+    file->blocks_counting = true;
+    return BlocksCount{file->layout, file->blocks_epoch};
+}
+
+void Namespace::end_blocks_count(const pfs_entry_id& id, uint64_t epoch, std::optional<uint64_t> blocks) {
+    auto node = find(id);
+    if (!node) return;
+    auto* file = std::get_if<FileBody>(&(*node)->body);
+    if (!file) return;
+    file->blocks_counting = false;
+    if (blocks && file->blocks_epoch == epoch) file->blocks = *blocks;
+}
+
+void Namespace::blocks_changed(const pfs_entry_id& id) {
+    if (auto node = find(id)) blocks_changed(**node);
+}
+
+void Namespace::blocks_changed(Inode& node) {
+    auto* file = std::get_if<FileBody>(&node.body);
+    if (!file) return;
+    file->blocks = PFS_BLOCKS_UNKNOWN;
+    ++file->blocks_epoch;
 }
 
 Result<std::optional<FreedFile>> Namespace::purge_orphan(const pfs_entry_id& id) {

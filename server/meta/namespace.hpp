@@ -49,6 +49,13 @@ struct Outcome {
     std::optional<SizeChange> size_change{};  // setattr was given a file's size
 };
 
+// A count of a file's st_blocks over its targets, started by
+// Namespace::start_blocks_count.
+struct BlocksCount {
+    StripeLayout layout;
+    uint64_t epoch = 0;
+};
+
 struct Created {
     Attr attr;
     bool created = true;  // false: non-exclusive create found the file
@@ -221,6 +228,18 @@ public:
     // These files' chunks are deleted on every target (at most kReapedMax).
     Status reaped(std::vector<pfs_entry_id> ids);
 
+    // st_blocks of regular files, counted on the targets by the caller. Not
+    // journaled: it is learnt again. Starts a count of id's if it is
+    // unknown, none runs, and it is not open or even_if_open: the layout
+    // to ask and the epoch to end it with.
+    std::optional<BlocksCount> start_blocks_count(const pfs_entry_id& id, bool even_if_open);
+    // The count ended: blocks is kept unless it failed (nullopt) or the
+    // file changed since it started.
+    void end_blocks_count(const pfs_entry_id& id, uint64_t epoch, std::optional<uint64_t> blocks);
+    // The file's data may have changed unseen (a client ended with it open
+    // for writing): its st_blocks is unknown until counted again.
+    void blocks_changed(const pfs_entry_id& id);
+
     // ---- replication and persistence ----
     // The one place state changes. All or nothing: on error nothing changed.
     Result<Outcome> apply(const Op& op);
@@ -244,6 +263,7 @@ private:
     Result<const Inode*> find_dir(const pfs_entry_id& id) const;
     Result<Inode*> find_dir(const pfs_entry_id& id);
     Attr attr_of(const Inode& node) const;
+    void blocks_changed(Inode& node);
     pfs_entry_id next_id() const;
     // Whether the directory `ino` is `ancestor` or lies below it; unknown
     // when the way up leaves this server (a detached directory) first.

@@ -54,6 +54,8 @@ Result<Outcome> Namespace::run(const SetattrOp& op) {
         a.size = *c.size;
     }
     a.ctime = op.now;
+    // A writer's report, a truncate or a fallocate: the chunk files changed.
+    if (c.size || c.mtime) blocks_changed(n);
     out.attr = attr_of(n);
     return out;
 }

@@ -35,7 +35,7 @@ Result<Outcome> Namespace::run(const CreateOp& op) {
            .atime = op.now,
            .mtime = op.now,
            .ctime = op.now};
-    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, FileBody{op.layout}))};
+    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, FileBody{.layout = op.layout, .blocks = 0}))};
 }
 
 Result<Outcome> Namespace::run(const MkdirOp& op) {
@@ -113,7 +113,7 @@ Result<Outcome> Namespace::run(const TmpfileOp& op) {
                      .mtime = op.now,
                      .ctime = op.now,
                      .btime = op.now};
-    node.body = FileBody{op.layout};
+    node.body = FileBody{.layout = op.layout, .blocks = 0};
     node.linkable = true;
     next_ino_ = std::max<uint64_t>(next_ino_, op.id.ino + 1);
     count(node, +1);

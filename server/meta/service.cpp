@@ -40,6 +40,7 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
       server_(server),
       cluster_(cluster),
       files_(cluster),
+      blocks_(ex, files_),
       reaper_(ex, cluster),
       chooser_(chooser),
       sessions_(session_timeout),
@@ -48,6 +49,7 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
 
 void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
+    blocks_.attach(ns);
     durable_ = std::move(durable);
     // Gone from every target: out of the durable set (journaled with the
     // next batch; were it lost, the chunks would only be deleted again).
@@ -187,6 +189,10 @@ void Service::delete_chunks(FreedFile freed) {
     reaper_.remove(freed.layout, freed.id);
 }
 
+void Service::count_blocks_if_unknown(const Attr& attr) {
+    if (S_ISREG(attr.mode) && attr.blocks == PFS_BLOCKS_UNKNOWN) blocks_.count(attr.id, true);
+}
+
 Caller Service::caller(const Request& req) const {
     return policy_.caller(req.frame.header.uid, req.frame.header.gid, req.groups, req.conn->peer_address(), req.role);
 }
@@ -265,6 +271,7 @@ awaitable<Reply> Service::on_lookup(Request& req) {
     auto attr = ns_->getattr(slot->id);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
+    count_blocks_if_unknown(*attr);
     co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 
@@ -274,6 +281,7 @@ awaitable<Reply> Service::on_getattr(Request& req) {
     auto attr = ns_->getattr(*m);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
+    count_blocks_if_unknown(*attr);
     co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 
@@ -494,6 +502,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
+    blocks_.count(m->id, false);
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
@@ -528,6 +537,7 @@ awaitable<Reply> Service::on_open(Request& req) {
 }
 
 Reply Service::opened_reply(const Request& req, const Attr& attr) {
+    count_blocks_if_unknown(attr);
     auto reply = attr_and_layout(attr, ns_->layout(attr.id));
     if (!reply) return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "blocks_counter.hpp"
 #include "callbacks.hpp"
 #include "chunk_reaper.hpp"
 #include "client_policy.hpp"
@@ -181,6 +182,8 @@ private:
     // a replaced target is added): others are told, then finish.
     awaitable<Reply> moved_reply(const Request& req, std::vector<pfs_entry_id> ids, Outcome out);
     void delete_chunks(FreedFile freed);
+    // A regular file answered with its st_blocks unknown is counted.
+    void count_blocks_if_unknown(const Attr& attr);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.
     Reply opened_reply(const Request& req, const Attr& attr);
@@ -191,6 +194,7 @@ private:
     RpcServer& server_;
     client::Cluster& cluster_;
     client::StripedIo files_;
+    BlocksCounter blocks_;
     ChunkReaper reaper_;
     TargetChooser& chooser_;
     std::chrono::steady_clock::time_point map_reloaded_{};

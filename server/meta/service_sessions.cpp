@@ -43,7 +43,10 @@ Result<std::optional<FreedFile>> Service::close_for(uint64_t client, const pfs_e
     // lost (it expired, or the server restarted) is not another one's.
     if (client && !sessions_.remove_open(client, id))
         return Error{-EBADF, "inode " + std::to_string(id.ino) + " is not open by this client"};
-    return ns_->close(id);
+    auto closed = ns_->close(id);
+    // The last close after a writer's report: counted now, not at a stat.
+    if (closed && !*closed) blocks_.count(id, false);
+    return closed;
 }
 
 awaitable<Reply> Service::on_lock(Request& req) {
@@ -92,12 +95,15 @@ awaitable<void> Service::end_session(const EndedSession& ended, const char* why)
     std::vector<FreedFile> freed;
     size_t closed = 0;
     for (const auto& [id, n] : ended.opens) {
+        // It may have written without reporting: its st_blocks is counted again.
+        ns_->blocks_changed(id);
         for (uint32_t i = 0; i < n; ++i) {
             auto f = ns_->close(id);
             if (!f) break;  // gone meanwhile
             ++closed;
             if (*f) freed.push_back(std::move(**f));
         }
+        blocks_.count(id, false);
     }
     if (locks > 0 || closed > 0)
         log::info(std::string("client session ") + why,

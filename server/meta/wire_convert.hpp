@@ -15,8 +15,8 @@ inline Timespec from_wire(const pfs_timespec& t) { return Timespec{t.sec, t.nsec
 inline Timespec wall_clock_now() { return from_wire(wire_now()); }
 
 inline pfs_attr to_wire(const Attr& a) {
-    return pfs_attr{a.id,           a.mode,          a.uid,           a.gid,  a.nlink,          a.size,
-                    to_wire(a.atime), to_wire(a.mtime), to_wire(a.ctime), a.rdev, to_wire(a.btime)};
+    return pfs_attr{a.id,     a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime),
+                    to_wire(a.ctime), a.rdev, to_wire(a.btime), a.blocks};
 }
 
 inline Attr from_wire(const pfs_attr& a) {
@@ -30,7 +30,8 @@ inline Attr from_wire(const pfs_attr& a) {
                 from_wire(a.mtime),
                 from_wire(a.ctime),
                 a.rdev,
-                from_wire(a.btime)};
+                from_wire(a.btime),
+                a.blocks};
 }
 
 inline pfs_layout to_wire(const StripeLayout& l) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <pfsclient.h>
 
@@ -92,6 +93,59 @@ static void write_file(pfs_client *c, const char *path, size_t size, int excl)
 	free(b);
 }
 
+/*
+ * Polls pfs_stat of path until its st_blocks satisfies done (the metadata
+ * server counts st_blocks in the background after a change), 20 s at most;
+ * the last answer stays in st.
+ */
+static void stat_until(pfs_client *c, const char *path, struct stat *st,
+		       int (*done)(const struct stat *))
+{
+	const struct timespec pause = { 0, 10 * 1000 * 1000 };
+	int polls;
+
+	for (polls = 0; polls < 2000; polls++) {
+		CHECK(pfs_stat(c, path, st) == 0, "stat %s", path);
+		if (done(st))
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+static int few_blocks(const struct stat *st)
+{
+	return st->st_blocks < 1024;
+}
+
+static int no_blocks(const struct stat *st)
+{
+	return st->st_blocks == 0;
+}
+
+/*
+ * st_blocks is what the chunk files take (the metadata server's count), not
+ * an estimate from the size: 4 KiB written past a 64 MiB hole takes a few
+ * blocks, and none once truncated away.
+ */
+static void check_sparse_blocks(pfs_client *c)
+{
+	static const char page[4096] = { 1 };
+	pfs_file *f;
+	struct stat st;
+
+	CHECK(pfs_open(c, "/capi/sparse", O_WRONLY | O_CREAT | O_EXCL, 0640, &f) == 0, "create /capi/sparse");
+	CHECK(pfs_pwrite(f, page, sizeof(page), 64 * MIB) == (ssize_t)sizeof(page), "pwrite past a hole");
+	CHECK(pfs_close(f) == 0, "close /capi/sparse");
+	stat_until(c, "/capi/sparse", &st, few_blocks);
+	CHECK(st.st_size == 64 * MIB + sizeof(page), "size of /capi/sparse: %lld", (long long)st.st_size);
+	CHECK(st.st_blocks >= 8 && st.st_blocks < 1024, "st_blocks of 4 KiB past a 64 MiB hole: %lld",
+	      (long long)st.st_blocks);
+	CHECK(pfs_truncate(c, "/capi/sparse", 0) == 0, "truncate /capi/sparse");
+	stat_until(c, "/capi/sparse", &st, no_blocks);
+	CHECK(st.st_blocks == 0, "st_blocks after truncating to 0: %lld", (long long)st.st_blocks);
+	CHECK(pfs_unlink(c, "/capi/sparse") == 0, "unlink /capi/sparse");
+}
+
 int main(int argc, char **argv)
 {
 	pfs_client *c, *bad = NULL;
@@ -146,6 +200,7 @@ int main(int argc, char **argv)
 	CHECK(pfs_readdir(c, "/capi", stop_at_first, NULL) == 42, "readdir stopped by its callback");
 	CHECK(pfs_readdir(c, "/capi/none", collect, &l) == -ENOENT, "readdir of a missing directory");
 
+	check_sparse_blocks(c);
 	CHECK(pfs_rename(c, "/capi/data", "/capi/moved") == 0, "rename");
 	CHECK(pfs_stat(c, "/capi/data", &st) == -ENOENT, "the old name after rename");
 	CHECK(pfs_truncate(c, "/capi/moved", 1000) == 0, "truncate");

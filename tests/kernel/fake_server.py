@@ -46,7 +46,8 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 4
+VERSION = 5
+BLOCKS_UNKNOWN = (1 << 64) - 1  # pfs_attr.blocks: the server has no count
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
 BULK = struct.Struct("<BII")  # an inline bulk block: place, in_len, out_len
@@ -129,7 +130,8 @@ def attr(ino):
     nlink = 2 if entries is not None else 1
     times = struct.pack("<qI", 1700000000, 0) * 3
     rdev_btime = struct.pack("<IqI", 0, 1700000000, 0)
-    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times + rdev_btime
+    blocks = struct.pack("<Q", BLOCKS_UNKNOWN)
+    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times + rdev_btime + blocks
 
 
 def layout():

@@ -20,6 +20,8 @@
 #   mount_stat TRANSPORT KEY; rail_stat RAIL KEY; kernel_mrs        RDMA counters
 #   dmesg_mark; dmesg_since MARK; expect_dmesg MARK ERE; check_dmesg_clean MARK
 #   wait_until DESCRIPTION COMMAND...   poll COMMAND until it succeeds
+#   wait_exit PID SECONDS        a background job's status; 124 and its
+#                                threads' kernel stacks if it runs on
 #   fail MESSAGE; step MESSAGE
 #   holder_start NAME; holder NAME COMMAND...; holder_send NAME COMMAND...
 #                                files held open and locked (holder.py)
@@ -54,6 +56,27 @@ wait_until() {
 			fail "$what did not happen within ${PFS_WAIT}s"
 		sleep 0.2
 	done
+}
+
+# wait_exit PID SECONDS: the exit status of the background job PID, waited
+# for at most SECONDS; when it is still running then, what each of its
+# threads waits for in the kernel (wchan and stack) goes to stderr and the
+# status is 124.
+wait_exit() {
+	local pid=$1 deadline=$((SECONDS + $2)) t
+	while kill -0 "$pid" 2> /dev/null; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "pid $pid still runs after $2 s; its threads:" >&2
+			for t in /proc/"$pid"/task/*; do
+				[ -d "$t" ] || continue
+				echo "$t $(cat "$t/comm" 2> /dev/null): wchan $(cat "$t/wchan" 2> /dev/null)" >&2
+				cat "$t/stack" >&2 2> /dev/null || true
+			done
+			return 124
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
 }
 
 # ---- a process holding files (holder.py) ---------------------------------

@@ -5,8 +5,8 @@
 # the page cache, after dropping it (from the storage targets), and through
 # pfs-ctl (libpfs, the servers' view); then a sparse file past 4 GiB,
 # O_DIRECT at unaligned offsets, shared mmap writes, fsync's size report,
-# O_APPEND, partial overwrites, reads past EOF, a cache=none mount, and
-# closes sent together.
+# O_APPEND, partial overwrites, reads past EOF, a cache=none mount,
+# closes sent together, and st_blocks answered by the metadata server.
 . "$(dirname "$0")/lib.sh"
 
 MNT=/mnt/pfs
@@ -244,6 +244,30 @@ rm "$MNT2/dp/last"
 umount_pfs "$MNT2"
 wait_until "the chunks of a file closed just before umount freed" \
 	eval '[ "$(chunk_files)" -eq "$before" ]'
+
+step "st_blocks comes with the attributes: a cold stat is one request"
+# The metadata server counts what a file's chunk files take after its last
+# close and answers it with the attributes: a stat after the caches were
+# dropped costs a LOOKUP, not also a GET_LAYOUT and one CHUNK_STAT per
+# target (6 requests a file here, 120 for these 20).
+mkdir "$MNT/dp/blocks"
+for i in $(seq 20); do head -c 100000 /dev/urandom > "$MNT/dp/blocks/f$i"; done
+truncate -s 10M "$MNT/dp/blocks/f1"  # a hole: the count is not the size
+cold_stat_requests() {
+	local before
+	drop_caches
+	before=$(mount_stat tcp requests)
+	stat -c '%n %b' "$MNT/dp/blocks"/f* > /tmp/blocks.txt
+	echo $(($(mount_stat tcp requests) - before))
+}
+wait_until "cold stats of 20 files in at most 40 requests" eval '[ "$(cold_stat_requests)" -le 40 ]'
+echo "a cold stat of 20 files: $(cold_stat_requests) requests"
+while read -r name blocks; do
+	# 100000 bytes: 196 blocks of 512 and more; the hole of f1 takes none.
+	[ "$blocks" -ge 196 ] && [ "$blocks" -lt 1024 ] || fail "$name: st_blocks $blocks"
+done < /tmp/blocks.txt
+[ "$(wc -l < /tmp/blocks.txt)" -eq 20 ] || fail "stat saw $(wc -l < /tmp/blocks.txt) files"
+rm -r "$MNT/dp/blocks"
 
 step "unmount and unload"
 umount_pfs "$MNT"

@@ -90,7 +90,9 @@ void fill_stat(const pfs_attr& a, struct stat* st) {
     st->st_rdev = makedev(pfs_dev_major(a.rdev), pfs_dev_minor(a.rdev));
     st->st_size = static_cast<off_t>(a.size);
     st->st_blksize = 1 << 20;
-    st->st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+    // The metadata server's count; an estimate while it has none.
+    st->st_blocks = static_cast<blkcnt_t>(S_ISREG(a.mode) && a.blocks != PFS_BLOCKS_UNKNOWN ? a.blocks
+                                                                                          : (a.size + 511) / 512);
     st->st_atim = timespec{static_cast<time_t>(a.atime.sec), static_cast<long>(a.atime.nsec)};
     st->st_mtim = timespec{static_cast<time_t>(a.mtime.sec), static_cast<long>(a.mtime.nsec)};
     st->st_ctim = timespec{static_cast<time_t>(a.ctime.sec), static_cast<long>(a.ctime.nsec)};
