@@ -81,8 +81,11 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 				    inode->i_mode);
 		return -EIO;
 	}
-	if (known && !timespec64_equal(&ctime, &old_ctime))
+	if (known && !timespec64_equal(&ctime, &old_ctime)) {
 		forget_all_cached_acls(inode);
+		/* Its xattrs may have changed: the next write checks again. */
+		inode_set_flags(inode, 0, S_NOSEC);
+	}
 	/*
 	 * Writers extend i_size under i_lock too (pfs_i_size_extend), without
 	 * the inode lock held here: reading and setting the size in one
@@ -199,6 +202,8 @@ void pfs_notice(void *ctx, u16 type, const void *payload, u32 len)
 		if (!inode)
 			continue;
 		pfs_attr_expire(inode);
+		/* security.capability may be set: writes look again. */
+		inode_set_flags(inode, 0, S_NOSEC);
 		if (S_ISDIR(inode->i_mode))
 			atomic_inc(&PFS_I(inode)->names_gen);
 	}

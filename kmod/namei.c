@@ -260,6 +260,13 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out_opened;
+	/*
+	 * A file we made has no security.capability to remove: its first
+	 * write asks the server for none (file_remove_privs).
+	 */
+	if ((flags & (PFS_CREATE_EXCL | PFS_CREATE_TMPFILE)) &&
+	    S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
+		inode_set_flags(inode, S_NOSEC, S_NOSEC);
 	if (flags & PFS_CREATE_TMPFILE) {
 		/* nlink 0 on the server; d_tmpfile() drops the one it wants */
 		set_nlink(inode, 1);

@@ -483,7 +483,12 @@ static int pfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_time_gran = 1;
-	sb->s_flags |= SB_POSIXACL;
+	/*
+	 * The VFS remembers (S_NOSEC) that a file has no security.capability
+	 * to remove at write; a change from another client clears it
+	 * (pfs_notice, pfs_inode_update).
+	 */
+	sb->s_flags |= SB_POSIXACL | SB_NOSEC;
 
 	rc = super_setup_bdi(sb);
 	if (rc)

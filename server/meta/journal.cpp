@@ -129,6 +129,18 @@ Result<JournalRecovery> scan(int fd, const std::filesystem::path& path, uint64_t
         off += kJournalHeaderSize + len;
     }
     rec.cut_bytes = size - off;
+    // Zeros written ahead of the appends end the file cleanly.
+    for (uint64_t at = off; rec.cut_bytes > 0 && at < size;) {
+        auto part = reader.fetch(at, static_cast<size_t>(std::min<uint64_t>(size - at, 1u << 20)));
+        if (!part) return Error{part.error().code, path.string() + ": " + part.error().message};
+        if (part->empty() || std::any_of(part->begin(), part->end(), [](uint8_t b) { return b != 0; })) break;
+        at += part->size();
+        if (at == size) {
+            rec.zero_bytes = rec.cut_bytes;
+            rec.cut_bytes = 0;
+            rec.cut_reason.clear();
+        }
+    }
     return rec;
 }
 
@@ -174,6 +186,7 @@ struct Journal::File {
     UniqueFd fd;
     UniqueFd dir;               // its directory, synced once so that the name is durable too
     uint64_t end = 0;           // bytes written or waiting in batches
+    uint64_t zeroed = 0;        // the file's size: zeros from end (or a batch's end) to here
     bool name_durable = false;  // a created file's name, until its first batch syncs the directory
 };
 
@@ -254,6 +267,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::filesystem::path& path
     if (auto st = sync_fd(file->dir.get(), path.parent_path().string()); !st) return st.error();
     file->name_durable = true;
     file->end = rec->valid_bytes;
+    file->zeroed = rec->valid_bytes + rec->zero_bytes;
     const uint64_t next_seq = first_seq + rec->records;
     std::unique_ptr<Journal> journal(new Journal(std::move(file), next_seq, ring, std::move(executor)));
     journal->recovery_ = std::move(*rec);
@@ -373,6 +387,16 @@ awaitable<Journal::Flushed> Journal::flush(Uring& ring, std::shared_ptr<Batch> b
         out.status = Error{written.error().code, where + ": " + written.error().message};
         co_return out;
     }
+    const uint64_t end = batch->offset + batch->bytes.size();
+    uint64_t zeroed = file.zeroed;
+    if (end > zeroed) {
+        // The next appends' zeros, synced with these records. Without the
+        // space for them (a full disk) appends only run slower.
+        static const std::vector<uint8_t> zeros(kJournalZeroAhead);
+        const uint64_t ahead = (end / kJournalZeroAhead + 1) * kJournalZeroAhead;
+        auto zero = co_await ring.write(file.fd.get(), std::span<const uint8_t>(zeros).first(ahead - end), end);
+        if (zero) zeroed = ahead;
+    }
     ++out.syncs;
     auto synced = co_await ring.fsync(file.fd.get(), true);
     if (synced && !file.name_durable) {
@@ -380,6 +404,7 @@ awaitable<Journal::Flushed> Journal::flush(Uring& ring, std::shared_ptr<Batch> b
         file.name_durable = synced.ok();
     }
     if (!synced) out.status = Error{synced.error().code, where + ": " + synced.error().message};
+    else file.zeroed = zeroed;
     co_return out;
 }
 

@@ -11,6 +11,12 @@
 //          8   u64 seq       previous record's seq + 1
 //         16   len bytes     payload
 //
+// Appends overwrite zeros written ahead of them (kJournalZeroAhead at a
+// time, in the same write + fdatasync as the records that reach them):
+// an fdatasync of bytes inside the file's size and written extents syncs
+// the data alone, not also the file system's metadata (ext4 in the test
+// guest: 0.8 ms instead of 3.8 ms a sync). Zeros are never a record.
+//
 // Recovery reads the records in order and stops at the first one that is
 // truncated, has a wrong tag or a wrong checksum: a write torn by a crash.
 // That record and everything after it is cut off (never replayed), since a
@@ -40,6 +46,7 @@ namespace pfs::meta {
 inline constexpr size_t kJournalHeaderSize = 16;
 inline constexpr uint32_t kJournalTag = 0xC5;  // not 0: zero-filled space is never a record
 inline constexpr uint32_t kJournalMaxPayload = (1u << 24) - 1;
+inline constexpr uint64_t kJournalZeroAhead = 1u << 20;
 
 // Appends one framed record to out (for the journal itself, tools and tests).
 void append_journal_record(std::vector<uint8_t>& out, uint64_t seq, std::span<const uint8_t> payload);
@@ -55,6 +62,7 @@ struct JournalRecovery {
     uint64_t records = 0;      // intact records replayed
     uint64_t valid_bytes = 0;  // where they end, and appends continue
     uint64_t cut_bytes = 0;    // bytes of torn tail cut off (0: the file ended cleanly)
+    uint64_t zero_bytes = 0;   // zeros written ahead past the records: kept, and appended over
     std::string cut_reason;    // why the first bad record was bad
 };
 

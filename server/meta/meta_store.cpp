@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "crc32c.hpp"
@@ -264,13 +267,30 @@ Journal::ReplayFn replay_into(Namespace& ns) {
     };
 }
 
+// Whether the file holds zeros only (or nothing): all a journal whose
+// first records a crash lost keeps, the zeros written ahead of them.
+Result<bool> only_zeros(const fs::path& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return Error{-errno, "open " + path.string() + ": " + std::strerror(errno)};
+    std::vector<uint8_t> buf(1u << 16);
+    for (;;) {
+        const ssize_t got = ::read(fd.get(), buf.data(), buf.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return Error{-errno, "read " + path.string() + ": " + std::strerror(errno)};
+        if (got == 0) return true;
+        if (std::any_of(buf.begin(), buf.begin() + got, [](uint8_t b) { return b != 0; })) return false;
+    }
+}
+
 // An empty journal with no place in the chain: a rotation or a first start
 // that a crash interrupted before any record. Anything else is refused.
 Status remove_stray_journal(const fs::path& path, std::string_view why) {
     std::error_code ec;
     const auto size = fs::file_size(path, ec);
     if (ec) return fs_error(ec, "stat " + path.string());
-    if (size != 0)
+    auto empty = only_zeros(path);
+    if (!empty) return empty.error();
+    if (!*empty)
         return Error{-EUCLEAN, path.string() + " (" + std::to_string(size) + " bytes) " + std::string(why)};
     if (!fs::remove(path, ec)) return fs_error(ec, "remove " + path.string());
     log_removed(path, "an empty journal left by an interrupted checkpoint or first start");

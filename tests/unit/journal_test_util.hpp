@@ -55,6 +55,18 @@ inline Bytes read_bytes(const std::filesystem::path& path) {
     return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Where a journal file's records end: the zeros written ahead of appends
+// (journal.hpp) follow them.
+inline size_t records_end(const Bytes& file) {
+    size_t at = 0;
+    while (file.size() - at >= 8 && file[at + 7] == 0xC5) {
+        const size_t len = file[at + 4] | file[at + 5] << 8 | file[at + 6] << 16;
+        if (file.size() - at < 16 + len) break;
+        at += 16 + len;
+    }
+    return at;
+}
+
 inline void write_bytes(const std::filesystem::path& path, std::span<const uint8_t> bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     REQUIRE(out);

@@ -3,6 +3,7 @@
 // write, and rotation to a new file.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -70,7 +71,8 @@ struct Env {
             }
         });
     }
-    // A journal file holding payloads 1..n; returns the offset of each record.
+    // A journal file holding payloads 1..n and nothing after them (the
+    // zeros written ahead cut off); returns the offset of each record.
     std::vector<uint64_t> make_file(uint64_t n) {
         auto j = create(path);
         std::vector<uint64_t> offsets;
@@ -78,6 +80,9 @@ struct Env {
             offsets.push_back(j->file_bytes());
             append(*j, i, i);
         }
+        const uint64_t end = j->file_bytes();
+        j.reset();
+        fs::resize_file(path, end);
         return offsets;
     }
 };
@@ -114,7 +119,10 @@ TEST_CASE("journal: records come back after a reopen, and appends go on after th
     REQUIRE(reopened);
     CHECK(got.is_first(100));
     CHECK((*reopened)->recovery().cut_bytes == 0);
-    CHECK((*reopened)->recovery().valid_bytes == fs::file_size(env.path));
+    // The zeros written ahead of the appends are kept, not cut.
+    CHECK((*reopened)->recovery().zero_bytes > 0);
+    CHECK((*reopened)->recovery().valid_bytes + (*reopened)->recovery().zero_bytes == fs::file_size(env.path));
+    CHECK(fs::file_size(env.path) % kJournalZeroAhead == 0);
     env.append(**reopened, 101, 120);
     reopened->reset();
 
@@ -221,7 +229,7 @@ TEST_CASE("journal: garbage after the records is cut", "[journal]") {
     env.make_file(3);
     const Bytes whole = read_bytes(env.path);
     std::mt19937 rng(7);
-    std::vector<Bytes> tails{Bytes(4096, 0), Bytes(1, 0xC5), Bytes(15, 0xff)};
+    std::vector<Bytes> tails{Bytes(1, 0xC5), Bytes(15, 0xff)};
     for (int n : {1, 16, 17, 100, 5000}) {
         Bytes random(static_cast<size_t>(n));
         for (auto& b : random) b = static_cast<uint8_t>(rng());
@@ -243,6 +251,58 @@ TEST_CASE("journal: garbage after the records is cut", "[journal]") {
         CHECK(got.is_first(3));
         CHECK((*j)->recovery().cut_bytes == tail.size());
         CHECK(fs::file_size(env.path) == whole.size());
+    }
+}
+
+TEST_CASE("journal: appends go over zeros written ahead; zeros end a file cleanly", "[journal]") {
+    Env env;
+    auto j = env.create(env.path);
+    env.append(*j, 1, 10);
+    CHECK(fs::file_size(env.path) == kJournalZeroAhead);
+    // A record that reaches past the zeros writes the next ones with it.
+    run_coro(env.io, [&]() -> awaitable<void> {
+        const Bytes big(kJournalZeroAhead - 100, 0x5a);
+        Status st = co_await j->append(big);
+        REQUIRE(st);
+        st = co_await j->append(payload(12));
+        REQUIRE(st);
+    });
+    const uint64_t end = j->file_bytes();
+    CHECK(end > kJournalZeroAhead);
+    CHECK(fs::file_size(env.path) == 2 * kJournalZeroAhead);
+    j.reset();
+    const Bytes whole = read_bytes(env.path);
+    CHECK(std::all_of(whole.begin() + static_cast<ptrdiff_t>(end), whole.end(), [](uint8_t b) { return b == 0; }));
+
+    Replayed got;
+    auto reopened = env.open(env.path, got);
+    REQUIRE(reopened);
+    CHECK(got.payloads.size() == 12);
+    CHECK((*reopened)->recovery().cut_bytes == 0);
+    CHECK((*reopened)->recovery().cut_reason.empty());
+    CHECK((*reopened)->recovery().valid_bytes == end);
+    CHECK((*reopened)->recovery().zero_bytes == 2 * kJournalZeroAhead - end);
+    // Appends after the reopen go over the same zeros.
+    env.append(**reopened, 13, 20);
+    CHECK(fs::file_size(env.path) == 2 * kJournalZeroAhead);
+    reopened->reset();
+
+    SECTION("all come back") {
+        Replayed again;
+        REQUIRE(env.open(env.path, again));
+        CHECK(again.payloads.size() == 20);
+    }
+    SECTION("anything but zeros after them is cut, the zeros with it") {
+        Bytes bytes = read_bytes(env.path);
+        bytes.back() = 1;
+        write_bytes(env.path, bytes);
+        Replayed again;
+        auto j2 = env.open(env.path, again);
+        REQUIRE(j2);
+        CHECK(again.payloads.size() == 20);
+        CHECK((*j2)->recovery().cut_bytes == 2 * kJournalZeroAhead - (*j2)->recovery().valid_bytes);
+        CHECK((*j2)->recovery().zero_bytes == 0);
+        CHECK(fs::file_size(env.path) == (*j2)->recovery().valid_bytes);
     }
 }
 
