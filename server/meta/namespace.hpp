@@ -230,9 +230,8 @@ public:
 
     // st_blocks of regular files, counted on the targets by the caller. Not
     // journaled: it is learnt again. Starts a count of id's if it is
-    // unknown, none runs, and it is not open or even_if_open: the layout
-    // to ask and the epoch to end it with.
-    std::optional<BlocksCount> start_blocks_count(const pfs_entry_id& id, bool even_if_open);
+    // unknown and none runs: the layout to ask and the epoch to end it with.
+    std::optional<BlocksCount> start_blocks_count(const pfs_entry_id& id);
     // The count ended: blocks is kept unless it failed (nullopt) or the
     // file changed since it started.
     void end_blocks_count(const pfs_entry_id& id, uint64_t epoch, std::optional<uint64_t> blocks);

@@ -190,7 +190,7 @@ void Service::delete_chunks(FreedFile freed) {
 }
 
 void Service::count_blocks_if_unknown(const Attr& attr) {
-    if (S_ISREG(attr.mode) && attr.blocks == PFS_BLOCKS_UNKNOWN) blocks_.count(attr.id, true);
+    if (S_ISREG(attr.mode) && attr.blocks == PFS_BLOCKS_UNKNOWN) blocks_.count(attr.id);
 }
 
 Caller Service::caller(const Request& req) const {
@@ -502,7 +502,6 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
-    blocks_.count(m->id, false);
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
@@ -537,7 +536,6 @@ awaitable<Reply> Service::on_open(Request& req) {
 }
 
 Reply Service::opened_reply(const Request& req, const Attr& attr) {
-    count_blocks_if_unknown(attr);
     auto reply = attr_and_layout(attr, ns_->layout(attr.id));
     if (!reply) return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.

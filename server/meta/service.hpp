@@ -182,7 +182,9 @@ private:
     // a replaced target is added): others are told, then finish.
     awaitable<Reply> moved_reply(const Request& req, std::vector<pfs_entry_id> ids, Outcome out);
     void delete_chunks(FreedFile freed);
-    // A regular file answered with its st_blocks unknown is counted.
+    // A regular file whose st_blocks a stat found unknown is counted
+    // (LOOKUP, GETATTR; not OPEN: a read of each file of a data set
+    // would cost the targets a CHUNK_STAT each).
     void count_blocks_if_unknown(const Attr& attr);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.

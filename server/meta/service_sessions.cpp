@@ -43,10 +43,7 @@ Result<std::optional<FreedFile>> Service::close_for(uint64_t client, const pfs_e
     // lost (it expired, or the server restarted) is not another one's.
     if (client && !sessions_.remove_open(client, id))
         return Error{-EBADF, "inode " + std::to_string(id.ino) + " is not open by this client"};
-    auto closed = ns_->close(id);
-    // The last close after a writer's report: counted now, not at a stat.
-    if (closed && !*closed) blocks_.count(id, false);
-    return closed;
+    return ns_->close(id);
 }
 
 awaitable<Reply> Service::on_lock(Request& req) {
@@ -103,7 +100,6 @@ awaitable<void> Service::end_session(const EndedSession& ended, const char* why)
             ++closed;
             if (*f) freed.push_back(std::move(**f));
         }
-        blocks_.count(id, false);
     }
     if (locks > 0 || closed > 0)
         log::info(std::string("client session ") + why,

@@ -30,7 +30,6 @@ awaitable<Reply> Service::on_fallocate(Request& req) {
     auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
-    blocks_.count(m->id, false);
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 

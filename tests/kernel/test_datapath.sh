@@ -246,10 +246,10 @@ wait_until "the chunks of a file closed just before umount freed" \
 	eval '[ "$(chunk_files)" -eq "$before" ]'
 
 step "st_blocks comes with the attributes: a cold stat is one request"
-# The metadata server counts what a file's chunk files take after its last
-# close and answers it with the attributes: a stat after the caches were
-# dropped costs a LOOKUP, not also a GET_LAYOUT and one CHUNK_STAT per
-# target (6 requests a file here, 120 for these 20).
+# The metadata server counts what a file's chunk files take when a stat
+# finds it changed, and answers it with the attributes from then on: a stat
+# after the caches were dropped costs a LOOKUP, not also a GET_LAYOUT and
+# one CHUNK_STAT per target (6 requests a file here, 120 for these 20).
 mkdir "$MNT/dp/blocks"
 for i in $(seq 20); do head -c 100000 /dev/urandom > "$MNT/dp/blocks/f$i"; done
 truncate -s 10M "$MNT/dp/blocks/f1"  # a hole: the count is not the size

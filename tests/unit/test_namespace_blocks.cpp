@@ -25,7 +25,7 @@ TEST_CASE("a new file has no blocks, known without a count", "[namespace][blocks
     Fs fs;
     auto f = fs.file(fs.root(), "f");
     CHECK(fs.stat(f).blocks == 0);
-    CHECK_FALSE(fs.ns.start_blocks_count(f, true));
+    CHECK_FALSE(fs.ns.start_blocks_count(f));
     CHECK(fs.stat(fs.root()).blocks == 0);  // directories: unused
 }
 
@@ -42,28 +42,28 @@ TEST_CASE("a change makes st_blocks unknown until a count ends", "[namespace][bl
     SECTION("a client that ended with the file open") { fs.ns.blocks_changed(f); }
 
     CHECK(fs.stat(f).blocks == PFS_BLOCKS_UNKNOWN);
-    auto count = fs.ns.start_blocks_count(f, false);
+    auto count = fs.ns.start_blocks_count(f);
     REQUIRE(count);
     CHECK(count->layout == *fs.ns.layout(f));
     // One count at a time.
-    CHECK_FALSE(fs.ns.start_blocks_count(f, true));
+    CHECK_FALSE(fs.ns.start_blocks_count(f));
     fs.ns.end_blocks_count(f, count->epoch, 8);
     CHECK(fs.stat(f).blocks == 8);
     CHECK(fs.stat(fs.root(), "f").blocks == 8);
-    CHECK_FALSE(fs.ns.start_blocks_count(f, true));
+    CHECK_FALSE(fs.ns.start_blocks_count(f));
 }
 
 TEST_CASE("a count that overlapped a change is not kept", "[namespace][blocks]") {
     Fs fs;
     auto f = fs.file(fs.root(), "f");
     set_size(fs, f, 1 << 20);
-    auto count = fs.ns.start_blocks_count(f, false);
+    auto count = fs.ns.start_blocks_count(f);
     REQUIRE(count);
     set_size(fs, f, 2 << 20);
     fs.ns.end_blocks_count(f, count->epoch, 2048);
     CHECK(fs.stat(f).blocks == PFS_BLOCKS_UNKNOWN);
     // The next count, started after the change, is kept.
-    auto again = fs.ns.start_blocks_count(f, false);
+    auto again = fs.ns.start_blocks_count(f);
     REQUIRE(again);
     CHECK(again->epoch != count->epoch);
     fs.ns.end_blocks_count(f, again->epoch, 4096);
@@ -74,20 +74,11 @@ TEST_CASE("a failed count leaves st_blocks unknown and may be tried again", "[na
     Fs fs;
     auto f = fs.file(fs.root(), "f");
     set_size(fs, f, 100);
-    auto count = fs.ns.start_blocks_count(f, false);
+    auto count = fs.ns.start_blocks_count(f);
     REQUIRE(count);
     fs.ns.end_blocks_count(f, count->epoch, std::nullopt);
     CHECK(fs.stat(f).blocks == PFS_BLOCKS_UNKNOWN);
-    CHECK(fs.ns.start_blocks_count(f, false));
-}
-
-TEST_CASE("an open file is counted only when the caller says so", "[namespace][blocks]") {
-    Fs fs;
-    auto f = fs.file(fs.root(), "f");
-    REQUIRE(fs.ns.open(f));
-    set_size(fs, f, 100);
-    CHECK_FALSE(fs.ns.start_blocks_count(f, false));
-    CHECK(fs.ns.start_blocks_count(f, true));
+    CHECK(fs.ns.start_blocks_count(f));
 }
 
 TEST_CASE("st_blocks is not persisted: a restored namespace counts again", "[namespace][blocks]") {
@@ -100,18 +91,18 @@ TEST_CASE("st_blocks is not persisted: a restored namespace counts again", "[nam
     auto a = back->getattr(f);
     REQUIRE(a);
     CHECK(a->blocks == PFS_BLOCKS_UNKNOWN);
-    CHECK(back->start_blocks_count(f, false));
+    CHECK(back->start_blocks_count(f));
 }
 
 TEST_CASE("st_blocks of other entries and gone files", "[namespace][blocks]") {
     Fs fs;
     auto d = fs.dir(fs.root(), "d");
-    CHECK_FALSE(fs.ns.start_blocks_count(d, true));
+    CHECK_FALSE(fs.ns.start_blocks_count(d));
     fs.ns.blocks_changed(d);  // no effect, no crash
     CHECK(fs.stat(d).blocks == 0);
     auto f = fs.file(fs.root(), "f");
     set_size(fs, f, 10);
-    auto count = fs.ns.start_blocks_count(f, false);
+    auto count = fs.ns.start_blocks_count(f);
     REQUIRE(count);
     REQUIRE(fs.ns.unlink(fs.root(), "f", fs.tick()));
     fs.ns.end_blocks_count(f, count->epoch, 1);  // gone: ignored
