@@ -1,7 +1,9 @@
 // Counts the st_blocks of regular files on their storage targets (one
 // CHUNK_STAT to each), in the background, when a stat (LOOKUP, GETATTR)
-// finds a file's count unknown: a change made it so (a writer's report, a
-// truncate), or the server restarted. The clients count themselves
+// finds the count of a file nobody has open unknown: a change made it so
+// (a writer's report, a truncate), or the server restarted. Not while it
+// is open: a writer's revalidations would start a count after each of its
+// reports, each undone by the next. The clients count themselves
 // meanwhile, once; later stats of the file, from any client, cost one
 // request to the metadata server instead of one per target. Not at the
 // close after a write: files written once and never stat'ed (a data set

@@ -32,6 +32,12 @@ struct MetaServer {
         ring = std::move(*r);
         ClientConfig as_server;
         as_server.role = auth::Role::server;
+        // What pfs-meta asks storage servers (CHUNK_STAT, _TRUNCATE,
+        // _FALLOCATE, _UNLINK_MANY) is small and carries no bulk data: TCP.
+        // Over RDMA it would only hold queue pairs on both ends and tie
+        // pfs-meta to the clients' rails (a rail going down broke its
+        // connections to every storage server on it).
+        as_server.transport = TransportChoice::tcp;
         cluster = std::make_unique<client::Cluster>(ctx.io.get_executor(), ctx.mgmtd, ctx.secret, as_server);
         cluster->on_refresh([this] { chooser.update(cluster->targets()); });
         double timeout_s = ctx.options.get<double>("session-timeout");

@@ -448,7 +448,7 @@ Result<std::optional<FreedFile>> Namespace::close(const pfs_entry_id& id) {
 
 std::optional<BlocksCount> Namespace::start_blocks_count(const pfs_entry_id& id) {
     auto node = find(id);
-    if (!node) return std::nullopt;
+    if (!node || (*node)->opens > 0) return std::nullopt;
     auto* file = std::get_if<FileBody>(&(*node)->body);
     if (!file || file->blocks != PFS_BLOCKS_UNKNOWN || file->blocks_counting) return std::nullopt;
     file->blocks_counting = true;

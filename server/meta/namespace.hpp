@@ -230,7 +230,8 @@ public:
 
     // st_blocks of regular files, counted on the targets by the caller. Not
     // journaled: it is learnt again. Starts a count of id's if it is
-    // unknown and none runs: the layout to ask and the epoch to end it with.
+    // unknown, none runs and the file is not open (a writer's next report
+    // would undo it): the layout to ask and the epoch to end it with.
     std::optional<BlocksCount> start_blocks_count(const pfs_entry_id& id);
     // The count ended: blocks is kept unless it failed (nullopt) or the
     // file changed since it started.

@@ -81,6 +81,16 @@ TEST_CASE("a failed count leaves st_blocks unknown and may be tried again", "[na
     CHECK(fs.ns.start_blocks_count(f));
 }
 
+TEST_CASE("an open file is not counted", "[namespace][blocks]") {
+    Fs fs;
+    auto f = fs.file(fs.root(), "f");
+    REQUIRE(fs.ns.open(f));
+    set_size(fs, f, 100);
+    CHECK_FALSE(fs.ns.start_blocks_count(f));
+    REQUIRE(fs.ns.close(f));
+    CHECK(fs.ns.start_blocks_count(f));
+}
+
 TEST_CASE("st_blocks is not persisted: a restored namespace counts again", "[namespace][blocks]") {
     Fs fs;
     auto f = fs.file(fs.root(), "f");
