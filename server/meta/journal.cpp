@@ -133,7 +133,7 @@ Result<JournalRecovery> scan(int fd, const std::filesystem::path& path, uint64_t
     for (uint64_t at = off; rec.cut_bytes > 0 && at < size;) {
         auto part = reader.fetch(at, static_cast<size_t>(std::min<uint64_t>(size - at, 1u << 20)));
         if (!part) return Error{part.error().code, path.string() + ": " + part.error().message};
-        if (part->empty() || std::any_of(part->begin(), part->end(), [](uint8_t b) { return b != 0; })) break;
+        if (part->empty() || !only_zeros(*part)) break;
         at += part->size();
         if (at == size) {
             rec.zero_bytes = rec.cut_bytes;

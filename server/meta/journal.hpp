@@ -27,6 +27,7 @@
 // on one executor. The Uring must outlive the journal.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -47,6 +48,12 @@ inline constexpr size_t kJournalHeaderSize = 16;
 inline constexpr uint32_t kJournalTag = 0xC5;  // not 0: zero-filled space is never a record
 inline constexpr uint32_t kJournalMaxPayload = (1u << 24) - 1;
 inline constexpr uint64_t kJournalZeroAhead = 1u << 20;
+
+// Whether bytes are zeros only: the space written ahead of a journal's
+// records, never a record itself.
+inline bool only_zeros(std::span<const uint8_t> bytes) {
+    return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
 
 // Appends one framed record to out (for the journal itself, tools and tests).
 void append_journal_record(std::vector<uint8_t>& out, uint64_t seq, std::span<const uint8_t> payload);

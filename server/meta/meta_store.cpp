@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -269,7 +268,7 @@ Journal::ReplayFn replay_into(Namespace& ns) {
 
 // Whether the file holds zeros only (or nothing): all a journal whose
 // first records a crash lost keeps, the zeros written ahead of them.
-Result<bool> only_zeros(const fs::path& path) {
+Result<bool> holds_only_zeros(const fs::path& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return Error{-errno, "open " + path.string() + ": " + std::strerror(errno)};
     std::vector<uint8_t> buf(1u << 16);
@@ -278,7 +277,7 @@ Result<bool> only_zeros(const fs::path& path) {
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) return Error{-errno, "read " + path.string() + ": " + std::strerror(errno)};
         if (got == 0) return true;
-        if (std::any_of(buf.begin(), buf.begin() + got, [](uint8_t b) { return b != 0; })) return false;
+        if (!only_zeros(std::span<const uint8_t>(buf).first(static_cast<size_t>(got)))) return false;
     }
 }
 
@@ -288,7 +287,7 @@ Status remove_stray_journal(const fs::path& path, std::string_view why) {
     std::error_code ec;
     const auto size = fs::file_size(path, ec);
     if (ec) return fs_error(ec, "stat " + path.string());
-    auto empty = only_zeros(path);
+    auto empty = holds_only_zeros(path);
     if (!empty) return empty.error();
     if (!*empty)
         return Error{-EUCLEAN, path.string() + " (" + std::to_string(size) + " bytes) " + std::string(why)};

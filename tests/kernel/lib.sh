@@ -22,6 +22,7 @@
 #   wait_until DESCRIPTION COMMAND...   poll COMMAND until it succeeds
 #   wait_exit PID SECONDS        a background job's status; 124 and its
 #                                threads' kernel stacks if it runs on
+#   show_threads PID             what each thread of PID waits for (stderr)
 #   fail MESSAGE; step MESSAGE
 #   holder_start NAME; holder NAME COMMAND...; holder_send NAME COMMAND...
 #                                files held open and locked (holder.py)
@@ -58,20 +59,26 @@ wait_until() {
 	done
 }
 
+# show_threads PID: what each thread of PID waits for in the kernel (wchan
+# and stack), on stderr.
+show_threads() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ -d "$t" ] || continue
+		echo "$t $(cat "$t/comm" 2> /dev/null): wchan $(cat "$t/wchan" 2> /dev/null)" >&2
+		cat "$t/stack" >&2 2> /dev/null || true
+	done
+}
+
 # wait_exit PID SECONDS: the exit status of the background job PID, waited
-# for at most SECONDS; when it is still running then, what each of its
-# threads waits for in the kernel (wchan and stack) goes to stderr and the
-# status is 124.
+# for at most SECONDS; when it is still running then, its threads
+# (show_threads) and the status 124.
 wait_exit() {
-	local pid=$1 deadline=$((SECONDS + $2)) t
+	local pid=$1 deadline=$((SECONDS + $2))
 	while kill -0 "$pid" 2> /dev/null; do
 		if [ $SECONDS -ge $deadline ]; then
 			echo "pid $pid still runs after $2 s; its threads:" >&2
-			for t in /proc/"$pid"/task/*; do
-				[ -d "$t" ] || continue
-				echo "$t $(cat "$t/comm" 2> /dev/null): wchan $(cat "$t/wchan" 2> /dev/null)" >&2
-				cat "$t/stack" >&2 2> /dev/null || true
-			done
+			show_threads "$pid"
 			return 124
 		fi
 		sleep 0.2

@@ -109,12 +109,9 @@ pfs_start_daemon storage2 server/storage/pfs-storage
 wait_until "4 targets ONLINE again" pfs_all_online 4
 
 pfs_on_fail() {
-	local t
 	echo "--- pfs-ctl cp (pid $cp_pid) said:"
 	cat /tmp/rail.stats
-	for t in /proc/$cp_pid/task/*; do
-		[ -d "$t" ] && echo "$t: $(cat "$t/comm") $(cat "$t/wchan")"
-	done
+	show_threads "$cp_pid"
 }
 
 # rail_copy UNTIL ACTION SRC DST: pfs-ctl cp SRC DST over both rails in the
