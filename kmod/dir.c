@@ -2,7 +2,10 @@
 /*
  * Directory listing. The metadata server hands out entries, "." and ".."
  * first, with cookies that stay valid while the directory changes; the
- * file position is the cookie to resume after.
+ * file position is the cookie to resume after. Entries come with their
+ * attributes (READDIR_PLUS) unless the mount says nordirplus or caches
+ * nothing: they prime the dentry and inode caches, so that ls -l, find or
+ * a training job's stat of every file costs one request per page.
  *
  * Nothing the server sends reaches the reader unchecked: a name that is
  * not a plain name, a type the VFS does not know, "." or ".." anywhere
@@ -16,7 +19,8 @@
 #define PFS_DIR_POS_EOF		((loff_t)PFS_MAX_FILE_OFFSET)
 #define PFS_READDIR_BATCH	512
 #define PFS_READDIR_REPLY_MAX \
-	(64 + PFS_READDIR_BATCH * (PFS_DIRENT_MIN_SIZE + PFS_NAME_MAX))
+	(64 + PFS_READDIR_BATCH * (PFS_DIRENT_PLUS_MIN_SIZE + PFS_NAME_MAX + \
+				   sizeof(struct pfs_attr)))
 
 static bool pfs_dt_known(u8 type)
 {
@@ -57,17 +61,27 @@ static bool pfs_dirent_ok(const struct pfs_dirent *ent, size_t len, loff_t pos)
  * One READDIR round trip from cookie; emits what fits. Returns 1 when the
  * caller should ask again, 0 when done (end, or the reader is full).
  */
+static bool pfs_readdir_plus(struct inode *dir)
+{
+	struct pfs_sb_info *sbi = PFS_SB(dir->i_sb);
+
+	return !sbi->opts.nordirplus && (sbi->attr_ttl || sbi->name_ttl);
+}
+
 static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
-			    struct pfs_dirent *ent)
+			    struct pfs_dirent_plus *plus)
 {
 	struct inode *inode = file_inode(file);
+	struct pfs_dirent *ent = &plus->ent;
+	bool with_attrs = pfs_readdir_plus(inode);
+	unsigned int gen = pfs_names_gen(inode);
 	struct pfs_readdir m = {
 		.dir = PFS_I(inode)->id,
 		.cookie = ctx->pos,
 		.max_entries = PFS_READDIR_BATCH,
 	};
 	struct pfs_rpc rpc = {
-		.type = PFS_MSG_READDIR,
+		.type = with_attrs ? PFS_MSG_READDIR_PLUS : PFS_MSG_READDIR,
 		.reply_max = PFS_READDIR_REPLY_MAX,
 	};
 	struct pfs_dir_page page;
@@ -93,16 +107,19 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	for (i = 0; i < page.count; i++) {
 		size_t n;
 
-		if (pfs_x_dirent(&x, ent))
+		if (with_attrs ? pfs_x_dirent_plus(&x, plus) :
+				 pfs_x_dirent(&x, ent))
 			goto out;
 		n = strlen(ent->name);
 		if (!pfs_dirent_ok(ent, n, ctx->pos)) {
-			pr_warn_ratelimited("READDIR of %llu@%u: refusing entry \"%*pE\" (type %u, cookie %llu after %lld)\n",
-					    m.dir.ino, m.dir.owner_node, (int)n,
+			pr_warn_ratelimited("%s of %llu@%u: refusing entry \"%*pE\" (type %u, cookie %llu after %lld)\n",
+					    pfs_msg_name(rpc.type), m.dir.ino, m.dir.owner_node, (int)n,
 					    ent->name, ent->type, ent->cookie,
 					    ctx->pos);
 			goto out;
 		}
+		if (with_attrs)
+			pfs_prime_dentry(file->f_path.dentry, plus, n, gen);
 		if (!dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
 			      ent->type)) {
 			rc = 0;
@@ -127,15 +144,16 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	}
 out:
 	if (rc < 0)
-		pr_warn_ratelimited("READDIR of %llu@%u failed: %d\n",
-				    m.dir.ino, m.dir.owner_node, rc);
+		pr_warn_ratelimited("%s of %llu@%u failed: %d\n",
+				    pfs_msg_name(rpc.type), m.dir.ino,
+				    m.dir.owner_node, rc);
 	pfs_rpc_release(&rpc);
 	return rc;
 }
 
 static int pfs_readdir(struct file *file, struct dir_context *ctx)
 {
-	struct pfs_dirent *ent;
+	struct pfs_dirent_plus *ent;
 	int rc;
 
 	if (ctx->pos >= PFS_DIR_POS_EOF)

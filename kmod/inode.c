@@ -57,6 +57,34 @@ static bool pfs_has_local_writes(struct inode *inode)
 	       mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK);
 }
 
+/*
+ * ls -l asks every file for its ACL and security label, and permission
+ * checks for the ACL: what the server says the entry lacks is answered
+ * here. An ACL cached as none that the server now has is dropped (its
+ * ctime moved too, but our own change may have come first).
+ */
+static void pfs_xattrs_known(struct inode *inode, u32 xattrs)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	if (xattrs & PFS_ATTR_SECURITY)
+		clear_bit(PFS_INO_NO_SECURITY, &pi->flags);
+	else
+		set_bit(PFS_INO_NO_SECURITY, &pi->flags);
+	if (!IS_POSIXACL(inode))
+		return;
+	if (!(xattrs & PFS_ATTR_ACL_ACCESS))
+		set_cached_acl(inode, ACL_TYPE_ACCESS, NULL);
+	else if (!READ_ONCE(inode->i_acl))
+		forget_cached_acl(inode, ACL_TYPE_ACCESS);
+	if (!S_ISDIR(inode->i_mode))
+		return;
+	if (!(xattrs & PFS_ATTR_ACL_DEFAULT))
+		set_cached_acl(inode, ACL_TYPE_DEFAULT, NULL);
+	else if (!READ_ONCE(inode->i_default_acl))
+		forget_cached_acl(inode, ACL_TYPE_DEFAULT);
+}
+
 int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
@@ -86,6 +114,7 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 		/* Its xattrs may have changed: the next write checks again. */
 		inode_set_flags(inode, 0, S_NOSEC);
 	}
+	pfs_xattrs_known(inode, attr->xattrs);
 	/*
 	 * Writers extend i_size under i_lock too (pfs_i_size_extend), without
 	 * the inode lock held here: reading and setting the size in one

@@ -13,7 +13,7 @@
  * bits beyond it and the permissions, and a size within the largest file
  * (one past 2^63 would be negative as loff_t).
  */
-static int pfs_attr_check(u16 type, const struct pfs_attr *attr)
+int pfs_attr_check(u16 type, const struct pfs_attr *attr)
 {
 	const char *what = NULL;
 

@@ -52,7 +52,7 @@ static int pfs_lookup_name(struct inode *dir, const struct qstr *name,
  * counters sampled before the request that verified the dentry; both only
  * grow, so the sum stays the same exactly while neither moves.
  */
-static unsigned int pfs_names_gen(struct inode *dir)
+unsigned int pfs_names_gen(struct inode *dir)
 {
 	return atomic_read(&PFS_I(dir)->names_gen) +
 	       atomic_read(&PFS_SB(dir->i_sb)->names_epoch);
@@ -171,6 +171,56 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	pfs_inode_update(inode, &attr);
 	pfs_dentry_stamp(dentry, gen);
 	return 1;
+}
+
+/*
+ * A READDIR_PLUS entry (len name bytes, checked by the caller) with
+ * attributes: its dentry and inode go into the caches as a LOOKUP would
+ * put them, so a stat or open of each listed name needs no request. gen:
+ * pfs_names_gen(parent) before the READDIR_PLUS. A cached dentry that
+ * names another entry is left alone: the server's notice of that change is
+ * on its way, and the dentry's next revalidation settles it.
+ */
+void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
+		      size_t len, unsigned int gen)
+{
+	DECLARE_WAIT_QUEUE_HEAD_ONSTACK(wq);
+	struct qstr name = QSTR_INIT(e->ent.name, len);
+	struct dentry *dentry, *alias;
+	struct inode *inode;
+
+	if (!e->has_attr || (len <= 2 && !memcmp(e->ent.name, "..", len)) ||
+	    memcmp(&e->attr.id, &e->ent.id, sizeof(e->attr.id)) ||
+	    ((e->attr.mode & S_IFMT) >> 12) != e->ent.type ||
+	    pfs_attr_check(PFS_MSG_READDIR_PLUS, &e->attr))
+		return;
+	name.hash = full_name_hash(parent, name.name, name.len);
+	dentry = d_lookup(parent, &name);
+	if (!dentry) {
+		dentry = d_alloc_parallel(parent, &name, &wq);
+		if (IS_ERR(dentry))
+			return;
+	}
+	if (d_in_lookup(dentry)) {
+		inode = pfs_iget(parent->d_sb, &e->attr);
+		alias = d_splice_alias(inode, dentry);
+		d_lookup_done(dentry);
+		if (IS_ERR(alias))
+			goto out;
+		if (alias) {
+			dput(dentry);
+			dentry = alias;
+		}
+		pfs_dentry_stamp(dentry, gen);
+	} else if (d_really_is_positive(dentry) &&
+		   !memcmp(&PFS_I(d_inode(dentry))->id, &e->attr.id,
+			   sizeof(e->attr.id)) &&
+		   !((d_inode(dentry)->i_mode ^ e->attr.mode) & S_IFMT)) {
+		pfs_inode_update(d_inode(dentry), &e->attr);
+		pfs_dentry_stamp(dentry, gen);
+	}
+out:
+	dput(dentry);
 }
 
 const struct dentry_operations pfs_dentry_ops = {

@@ -51,6 +51,7 @@ struct pfs_mount_opts {
 	unsigned int conns_per_server;
 	enum pfs_cache_mode cache;
 	bool data_mac;			/* frame MACs on storage traffic */
+	bool nordirplus;		/* listings without attributes */
 	enum pfs_transport_choice transport;
 	char rails[PFS_RAILS_MAX][PFS_RAIL_NAME_MAX];
 	unsigned int nrails;
@@ -165,6 +166,11 @@ enum {
 	PFS_INO_GONE,
 	/* regular files: i_blocks is to be asked of the targets (space.c) */
 	PFS_INO_BLOCKS_STALE,
+	/*
+	 * the attributes said: no security.* xattrs (pfs_attr.xattrs); taken
+	 * as the answer while they are fresh
+	 */
+	PFS_INO_NO_SECURITY,
 };
 
 /* file->private_data of a regular file (file.c, lock.c) */
@@ -336,6 +342,8 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	}								\
 	__rc;								\
 })
+/* 0 for attributes the VFS can take, else -EIO (logged, naming type). */
+int pfs_attr_check(u16 type, const struct pfs_attr *attr);
 /* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
 #define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
 	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL)
@@ -385,6 +393,9 @@ extern const struct inode_operations pfs_symlink_iops;
 /* namei.c */
 extern const struct inode_operations pfs_dir_iops;
 extern const struct dentry_operations pfs_dentry_ops;
+unsigned int pfs_names_gen(struct inode *dir);
+void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
+		      size_t len, unsigned int gen);
 
 /* dir.c */
 extern const struct file_operations pfs_dir_fops;

@@ -50,6 +50,7 @@ enum pfs_param {
 	Opt_data_mac,
 	Opt_transport,
 	Opt_rails,
+	Opt_rdirplus,
 };
 
 static const struct constant_table pfs_cache_modes[] = {
@@ -76,6 +77,7 @@ static const struct fs_parameter_spec pfs_fs_parameters[] = {
 	fsparam_flag("data_mac", Opt_data_mac),
 	fsparam_enum("transport", Opt_transport, pfs_transports),
 	fsparam_string("rails", Opt_rails),
+	fsparam_flag_no("rdirplus", Opt_rdirplus),
 	{}
 };
 
@@ -157,6 +159,9 @@ static int pfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_rails:
 		return pfs_parse_rails(fc, opts, param->string);
+	case Opt_rdirplus:
+		opts->nordirplus = result.negated;
+		break;
 	case Opt_transport:
 #if !IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
 		if (result.uint_32 == PFS_XPRT_RDMA)
@@ -362,6 +367,8 @@ static int pfs_show_options(struct seq_file *m, struct dentry *root)
 		   opts->cache == PFS_CACHE_NONE ? "none" : "buffered");
 	if (opts->data_mac)
 		seq_puts(m, ",data_mac");
+	if (opts->nordirplus)
+		seq_puts(m, ",nordirplus");
 	seq_printf(m, ",transport=%s",
 		   opts->transport == PFS_XPRT_TCP ? "tcp" :
 		   opts->transport == PFS_XPRT_RDMA ? "rdma" : "auto");

@@ -189,10 +189,38 @@ static const struct xattr_handler pfs_trusted_xattr_handler = {
 	.set	= pfs_xattr_set,
 };
 
+/*
+ * ls -l asks every file for its security label: while the attributes are
+ * fresh and said it has no security.* xattrs, that is the answer.
+ */
+static int pfs_security_get(const struct xattr_handler *handler,
+			    struct dentry *dentry, struct inode *inode,
+			    const char *name, void *value, size_t size)
+{
+	if (test_bit(PFS_INO_NO_SECURITY, &PFS_I(inode)->flags) &&
+	    pfs_attr_fresh(inode))
+		return -ENODATA;
+	return pfs_getxattr(inode, handler->prefix, name, value, size);
+}
+
+static int pfs_security_set(const struct xattr_handler *handler,
+			    pfs_idmap_t *idmap, struct dentry *dentry,
+			    struct inode *inode, const char *name,
+			    const void *value, size_t size, int flags)
+{
+	int rc;
+
+	clear_bit(PFS_INO_NO_SECURITY, &PFS_I(inode)->flags);
+	rc = pfs_setxattr(inode, handler->prefix, name, value, size, flags);
+	/* What the server says of its xattrs from now on counts. */
+	pfs_attr_expire_times(inode);
+	return rc;
+}
+
 static const struct xattr_handler pfs_security_xattr_handler = {
 	.prefix	= XATTR_SECURITY_PREFIX,
-	.get	= pfs_xattr_get,
-	.set	= pfs_xattr_set,
+	.get	= pfs_security_get,
+	.set	= pfs_security_set,
 };
 
 const struct xattr_handler *pfs_xattr_handlers[] = {

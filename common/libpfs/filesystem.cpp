@@ -260,21 +260,35 @@ awaitable<Result<std::vector<Entry>>> FileSystem::readdir(std::string_view path)
 }
 
 awaitable<Result<std::vector<Entry>>> FileSystem::readdir(const pfs_entry_id& dir) {
+    co_return co_await list(dir, PFS_MSG_READDIR);
+}
+
+awaitable<Result<std::vector<Entry>>> FileSystem::readdir_plus(std::string_view path) {
+    auto dir = co_await resolve(path);
+    if (!dir) co_return dir.error();
+    co_return co_await list(dir->id, PFS_MSG_READDIR_PLUS);
+}
+
+awaitable<Result<std::vector<Entry>>> FileSystem::list(const pfs_entry_id& dir, uint16_t type) {
+    const bool plus = type == PFS_MSG_READDIR_PLUS;
     std::vector<Entry> entries;
     pfs_readdir req{dir, 0, 1024};
     for (;;) {
-        auto body = co_await meta(dir, PFS_MSG_READDIR, encode(pfs_x_readdir, req));
+        auto body = co_await meta(dir, type, encode(pfs_x_readdir, req));
         if (!body) co_return body.error();
         pfs_dir_page page{};
-        std::vector<pfs_dirent> ents;
+        std::vector<pfs_dirent_plus> ents;
         auto st = decode_payload(*body, [&](pfs_xdr* x) {
             if (pfs_x_dir_page(x, &page)) return;
             ents.resize(page.count);
             for (auto& e : ents)
-                if (pfs_x_dirent(x, &e)) return;
+                if (plus ? pfs_x_dirent_plus(x, &e) : pfs_x_dirent(x, &e.ent)) return;
         });
         if (!st) co_return st.error();
-        for (const auto& e : ents) entries.push_back(Entry{e.name, e.id, e.type});
+        for (const auto& e : ents) {
+            entries.push_back(Entry{e.ent.name, e.ent.id, e.ent.type, std::nullopt});
+            if (e.has_attr) entries.back().attr = e.attr;
+        }
         if (page.eof || ents.empty()) break;
         req.cookie = page.next_cookie;
     }

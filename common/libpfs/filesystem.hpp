@@ -24,7 +24,8 @@ namespace pfs::client {
 struct Entry {
     std::string name;
     pfs_entry_id id{};
-    uint8_t type = 0;  // DT_*
+    uint8_t type = 0;              // DT_*
+    std::optional<pfs_attr> attr;  // readdir_plus: where the server gave them
 };
 
 struct OpenFile {
@@ -92,6 +93,8 @@ public:
     awaitable<Result<pfs_attr>> mknod(std::string_view path, uint32_t mode, uint32_t rdev = 0);
     awaitable<Result<std::vector<Entry>>> readdir(std::string_view path);
     awaitable<Result<std::vector<Entry>>> readdir(const pfs_entry_id& dir);
+    // Entries with their attributes, one request per page (READDIR_PLUS).
+    awaitable<Result<std::vector<Entry>>> readdir_plus(std::string_view path);
     awaitable<Result<pfs_attr>> setattr(std::string_view path, const pfs_setattr& changes);
     awaitable<Status> truncate(std::string_view path, uint64_t size);
     awaitable<Status> set_xattr(std::string_view path, std::string_view name, std::string_view value,
@@ -154,6 +157,7 @@ public:
                                                uint64_t len = 0);
 
 private:
+    awaitable<Result<std::vector<Entry>>> list(const pfs_entry_id& dir, uint16_t type);
     struct Parent {
         pfs_entry_id dir{};
         std::string name;

@@ -416,7 +416,8 @@ int pfs_x_attr(struct pfs_xdr *x, struct pfs_attr *m)
 	pfs_x_timespec(x, &m->ctime);
 	pfs_x_u32(x, &m->rdev);
 	pfs_x_timespec(x, &m->btime);
-	return pfs_x_u64(x, &m->blocks);
+	pfs_x_u64(x, &m->blocks);
+	return pfs_x_u32(x, &m->xattrs);
 }
 
 int pfs_x_layout(struct pfs_xdr *x, struct pfs_layout *m)
@@ -551,6 +552,15 @@ int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m)
 	/* any byte: readers judge whole entries (pfs.ko logs which it refuses) */
 	pfs_x_u8(x, &m->type);
 	return pfs_x_str(x, m->name, sizeof(m->name));
+}
+
+int pfs_x_dirent_plus(struct pfs_xdr *x, struct pfs_dirent_plus *m)
+{
+	pfs_x_dirent(x, &m->ent);
+	pfs_x_enum8(x, &m->has_attr, 1);
+	if (x->err || !m->has_attr)
+		return x->err;
+	return pfs_x_attr(x, &m->attr);
 }
 
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m)

@@ -20,8 +20,9 @@
  * FALLOCATE, GET_LAYOUT and the chunk messages of fallocate, seek, copy
  * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk); nodes
  * list more addresses (struct pfs_node_addr: RDMA rails)
- * 5: pfs_attr carries blocks, the metadata server's st_blocks */
-#define PFS_PROTO_VERSION	5
+ * 5: pfs_attr carries blocks, the metadata server's st_blocks
+ * 6: READDIR_PLUS, entries with their attributes; pfs_attr.xattrs */
+#define PFS_PROTO_VERSION	6
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -211,6 +212,7 @@ enum pfs_role {
 	X(FALLOCATE, 237, PFS_SENT_BY_ANY)	/* pfs_fallocate -> attr */ \
 	X(GET_LAYOUT, 238, PFS_SENT_BY_ANY)	/* entry_id -> layout */ \
 	X(MKNOD, 239, PFS_SENT_BY_ANY)		/* pfs_mknod -> attr */	\
+	X(READDIR_PLUS, 240, PFS_SENT_BY_ANY)	/* -> dir_page + dirent_plus */ \
 	/* storage: chunk files, one per file per target */		\
 	X(CHUNK_WRITE, 300, PFS_SENT_BY_ANY)	/* chunk_io + data */	\
 	X(CHUNK_READ, 301, PFS_SENT_BY_ANY)	/* chunk_io -> data */	\
@@ -240,6 +242,11 @@ enum pfs_msg_type {
  * INVALIDATE_ALL (notify, empty): the server stopped tracking what it
  * told this client (its table was full, or notices could not be
  * delivered): everything the client caches from it may be stale.
+ *
+ * READDIR_PLUS is READDIR (struct pfs_readdir) whose entries carry their
+ * attributes (readdirplus): a listing followed by a stat of every entry
+ * costs one request per page, not one per entry. Each entry given with
+ * attributes is watched for the client as if it had been looked up.
  *
  * OPEN_NAME is LOOKUP and OPEN in one: a regular file is opened (counted
  * as OPEN counts it) and its layout follows the attributes; any other type
@@ -609,9 +616,18 @@ struct pfs_timespec {
  * regular file's st_blocks (512-byte units its chunk files take on the
  * targets) as the metadata server last learnt it, or PFS_BLOCKS_UNKNOWN
  * while a change it was told of (a size or mtime set, a truncate, a
- * fallocate) is not counted yet; unused for other types.
+ * fallocate) is not counted yet; unused for other types. xattrs: which
+ * extended attributes the entry has that clients look for on every stat
+ * or permission check (ls -l asks for both kinds), so that a client may
+ * answer "none" itself.
  */
 #define PFS_BLOCKS_UNKNOWN	(~(__u64)0)
+
+enum pfs_attr_xattrs {
+	PFS_ATTR_ACL_ACCESS = 1u << 0,	/* system.posix_acl_access */
+	PFS_ATTR_ACL_DEFAULT = 1u << 1,	/* system.posix_acl_default */
+	PFS_ATTR_SECURITY = 1u << 2,	/* any security.* */
+};
 
 struct pfs_attr {
 	struct pfs_entry_id id;
@@ -626,6 +642,7 @@ struct pfs_attr {
 	__u32 rdev;
 	struct pfs_timespec btime;
 	__u64 blocks;
+	__u32 xattrs;		/* enum pfs_attr_xattrs; others: ignored */
 };
 
 /* A file's stripe layout: chunk size and its targets in stripe order. */
@@ -796,7 +813,10 @@ struct pfs_readdir {
 	__u32 max_entries;	/* <= PFS_READDIR_MAX */
 };
 
-/* A READDIR reply: this, then count x struct pfs_dirent. */
+/*
+ * A READDIR reply: this, then count x struct pfs_dirent; a READDIR_PLUS
+ * reply: this, then count x struct pfs_dirent_plus.
+ */
 struct pfs_dir_page {
 	__u64 next_cookie;
 	__u8 eof;
@@ -808,6 +828,17 @@ struct pfs_dirent {
 	__u64 cookie;		/* resume after this entry */
 	__u8 type;		/* DT_*; readers check pfs_dtype_valid() */
 	char name[PFS_NAME_MAX];
+};
+
+/*
+ * A READDIR_PLUS entry: the attributes LOOKUP would give, where the server
+ * has them (the entry's inode is its own, the caller may look names up,
+ * and it is neither "." nor "..").
+ */
+struct pfs_dirent_plus {
+	struct pfs_dirent ent;
+	__u8 has_attr;
+	struct pfs_attr attr;	/* when has_attr */
 };
 
 struct pfs_open {
@@ -1231,6 +1262,7 @@ int pfs_x_setattr(struct pfs_xdr *x, struct pfs_setattr *m);
 int pfs_x_readdir(struct pfs_xdr *x, struct pfs_readdir *m);
 int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m);
 int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
+int pfs_x_dirent_plus(struct pfs_xdr *x, struct pfs_dirent_plus *m);
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
 int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m);
 int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m);
@@ -1272,6 +1304,7 @@ int pfs_x_chunk_copy(struct pfs_xdr *x, struct pfs_chunk_copy *m);
 #define PFS_POOL_INFO_MIN_SIZE	(4 + 2)
 #define PFS_TARGET_CAP_MIN_SIZE	(4 + 32)
 #define PFS_DIRENT_MIN_SIZE	(16 + 8 + 1 + 2)
+#define PFS_DIRENT_PLUS_MIN_SIZE (PFS_DIRENT_MIN_SIZE + 1)
 #define PFS_MSG_STATS_MIN_SIZE	(2 + 8 * 4)
 #define PFS_CHUNK_ENTRY_MIN_SIZE (16 + 8)
 

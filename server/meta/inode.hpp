@@ -70,6 +70,9 @@ struct Attr {
     // Regular files: st_blocks as last counted on the targets, or
     // PFS_BLOCKS_UNKNOWN (FileBody::blocks); 0 for other types.
     uint64_t blocks = 0;
+    // PFS_ATTR_* bits: which xattrs that clients probe on every stat it
+    // has (Namespace::attr_of; not kept apart from the xattrs themselves).
+    uint32_t xattrs = 0;
 };
 
 using Xattrs = std::map<std::string, std::string, std::less<>>;

@@ -95,6 +95,12 @@ Attr Namespace::attr_of(const Inode& node) const {
     Attr a = node.attr;
     if (node.is_dir()) a.size = node.dir().entries->size();
     if (const auto* file = std::get_if<FileBody>(&node.body)) a.blocks = file->blocks;
+    a.xattrs = 0;
+    if (node.xattrs.contains(std::string_view(kAclAccess))) a.xattrs |= PFS_ATTR_ACL_ACCESS;
+    if (node.xattrs.contains(std::string_view(kAclDefault))) a.xattrs |= PFS_ATTR_ACL_DEFAULT;
+    constexpr std::string_view security = "security.";
+    auto it = node.xattrs.lower_bound(security);
+    if (it != node.xattrs.end() && it->first.starts_with(security)) a.xattrs |= PFS_ATTR_SECURITY;
     return a;
 }
 

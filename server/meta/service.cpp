@@ -113,6 +113,7 @@ void Service::install() {
     bind(PFS_MSG_RENAME, &Service::on_rename);
     bind(PFS_MSG_SETATTR, &Service::on_setattr);
     bind(PFS_MSG_READDIR, &Service::on_readdir);
+    bind(PFS_MSG_READDIR_PLUS, &Service::on_readdir);
     bind(PFS_MSG_OPEN, &Service::on_open);
     bind(PFS_MSG_OPEN_NAME, &Service::on_open_name);
     bind(PFS_MSG_CLOSE, &Service::on_close);
@@ -505,21 +506,41 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
+// READDIR and READDIR_PLUS: the same page; READDIR_PLUS adds each entry's
+// attributes, where this server has them and the caller could look the name
+// up (X), and watches each such entry for the caller as LOOKUP would.
 awaitable<Reply> Service::on_readdir(Request& req) {
+    const uint16_t type = req.frame.header.type;
     auto m = body(req, pfs_x_readdir);
-    if (!m) co_return malformed(PFS_MSG_READDIR);
+    if (!m) co_return malformed(type);
     if (auto st = allowed(req, m->dir, R_OK); !st) co_return Reply::from(st.error());
     auto page = ns_->readdir(m->dir, m->cookie, m->max_entries);
     if (!page) co_return Reply::from(page.error());
     watched(req, m->dir);
+    const bool plus = type == PFS_MSG_READDIR_PLUS;
+    const bool attrs = plus && static_cast<bool>(allowed(req, m->dir, X_OK));
     pfs_dir_page head{page->next_cookie, static_cast<uint8_t>(page->eof ? 1 : 0),
                       static_cast<uint32_t>(page->entries.size())};
+    auto attr_of = [&](const DirEntry& e, pfs_attr& out) {
+        if (e.cookie <= 2 || !ns_->is_local(e.id)) return false;  // ".", "..", elsewhere
+        auto attr = ns_->getattr(e.id);
+        if (!attr) return false;
+        watched(req, e.id);
+        count_blocks_if_unknown(*attr);
+        out = to_wire(*attr);
+        return true;
+    };
     auto out = encode_payload([&](pfs_xdr* x) {
         if (pfs_x_dir_page(x, &head)) return;
         for (const auto& e : page->entries) {
-            pfs_dirent d{e.id, e.cookie, e.type, {}};
-            set_field(d.name, e.name);
-            if (pfs_x_dirent(x, &d)) return;
+            pfs_dirent_plus d{{e.id, e.cookie, e.type, {}}, 0, {}};
+            set_field(d.ent.name, e.name);
+            if (!plus) {
+                if (pfs_x_dirent(x, &d.ent)) return;
+                continue;
+            }
+            d.has_attr = attrs && attr_of(e, d.attr) ? 1 : 0;
+            if (pfs_x_dirent_plus(x, &d)) return;
         }
     });
     co_return out ? Reply::ok(std::move(*out)) : Reply::from(out.error());

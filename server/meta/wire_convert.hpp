@@ -16,7 +16,7 @@ inline Timespec wall_clock_now() { return from_wire(wire_now()); }
 
 inline pfs_attr to_wire(const Attr& a) {
     return pfs_attr{a.id,     a.mode, a.uid, a.gid, a.nlink, a.size, to_wire(a.atime), to_wire(a.mtime),
-                    to_wire(a.ctime), a.rdev, to_wire(a.btime), a.blocks};
+                    to_wire(a.ctime), a.rdev, to_wire(a.btime), a.blocks, a.xattrs};
 }
 
 inline Attr from_wire(const pfs_attr& a) {
@@ -31,7 +31,8 @@ inline Attr from_wire(const pfs_attr& a) {
                 from_wire(a.ctime),
                 a.rdev,
                 from_wire(a.btime),
-                a.blocks};
+                a.blocks,
+                a.xattrs};
 }
 
 inline pfs_layout to_wire(const StripeLayout& l) {

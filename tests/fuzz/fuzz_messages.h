@@ -106,6 +106,7 @@ FUZZ_WRAP(chunk_seek_reply)
 FUZZ_WRAP(chunk_copy)
 FUZZ_WRAP(bulk)
 FUZZ_WRAP(transport_stats)
+FUZZ_WRAP(dirent_plus)
 
 static inline __u32 fuzz_heartbeat_count(const void *body)
 {
@@ -231,6 +232,14 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(mknod),
 	FUZZ_BODY(bulk),
 	FUZZ_BODY(transport_stats),
+	/*
+	 * READDIR_PLUS reply: the page, then entries with attributes; the
+	 * page bounds its count by the smaller READDIR entry
+	 */
+	{ "dir_page_plus", sizeof(struct pfs_dir_page), fuzz_x_dir_page,
+	  sizeof(struct pfs_dirent_plus), fuzz_x_dirent_plus,
+	  PFS_DIRENT_MIN_SIZE, fuzz_dir_page_count },
+	FUZZ_BODY(dirent_plus),
 };
 
 #define FUZZ_NUM_MSGS (sizeof(fuzz_msgs) / sizeof(fuzz_msgs[0]))

@@ -293,6 +293,15 @@ int main(int argc, char **argv)
 		SEED(xattr_req, "1", &xr);
 		SEED(statfs, "1", &sf);
 		seed("dir_page", "2", &pg, 2, des);
+		{
+			struct pfs_dirent_plus dps[2] = {
+				{ { { 5, 2, 0 }, 1, 4, "." }, 0, { { 0 } } },
+				{ { { 77, 2, 1 }, 3, 8, "f" }, 1, at },
+			};
+
+			SEED(dirent_plus, "1", &dps[1]);
+			seed("dir_page_plus", "2", &pg, 2, dps);
+		}
 	}
 	{
 		struct pfs_lock_req lr = { { 77, 2, 1 }, PFS_LOCK_POSIX,

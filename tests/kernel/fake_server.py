@@ -46,7 +46,7 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 5
+VERSION = 6
 BLOCKS_UNKNOWN = (1 << 64) - 1  # pfs_attr.blocks: the server has no count
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
@@ -57,7 +57,7 @@ GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
 LOOKUP, GETATTR, UNLINK, RMDIR, READDIR = 200, 201, 207, 208, 211
 OPEN, CLOSE, LISTXATTR, STATFS = 212, 213, 216, 218
 LOCK, GETLK, SESSION_RENEW, SESSION_END = 221, 222, 223, 224
-OPEN_NAME, CLOSE_MANY = 226, 236
+OPEN_NAME, CLOSE_MANY, READDIR_PLUS = 226, 236, 240
 CHUNK_WRITE, CHUNK_READ = 300, 301
 E_AUTH, E_UNKNOWN_MSG = 1001, 1003
 ENOENT, ENOTDIR = 2, 20
@@ -130,8 +130,9 @@ def attr(ino):
     nlink = 2 if entries is not None else 1
     times = struct.pack("<qI", 1700000000, 0) * 3
     rdev_btime = struct.pack("<IqI", 0, 1700000000, 0)
-    blocks = struct.pack("<Q", BLOCKS_UNKNOWN)
-    return entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times + rdev_btime + blocks
+    blocks_xattrs = struct.pack("<QI", BLOCKS_UNKNOWN, 0)
+    return (entry_id(ino) + struct.pack("<IIIIQ", mode, 0, 0, nlink, size) + times + rdev_btime +
+            blocks_xattrs)
 
 
 def layout():
@@ -310,7 +311,9 @@ class Conn:
                 self.reply(h, ok(attr(found[0][1])))
             else:
                 self.reply(h, failed(ENOENT, "no such entry"))
-        elif t == READDIR:
+        elif t in (READDIR, READDIR_PLUS):
+            # READDIR_PLUS: every entry the fake knows comes with its
+            # attributes, the impossible ones included.
             ino, _, _, cookie = struct.unpack_from("<QIIQ", p)
             entries = [(".", ino, DT_DIR), ("..", 1, DT_DIR)]
             entries += EVIL.get(ino, (0, 0, []))[2] or []
@@ -321,6 +324,9 @@ class Conn:
                     continue
                 body += (entry_id(e_ino) + struct.pack("<QB", c, dtype) +
                          pstr(name))
+                if t == READDIR_PLUS:
+                    known = c > 2 and e_ino in EVIL
+                    body += struct.pack("<B", known) + (attr(e_ino) if known else b"")
                 count += 1
             page = struct.pack("<QBI", len(entries), 1, count)
             self.reply(h, ok(page + body))

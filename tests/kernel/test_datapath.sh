@@ -248,8 +248,9 @@ wait_until "the chunks of a file closed just before umount freed" \
 step "st_blocks comes with the attributes: a cold stat is one request"
 # The metadata server counts what a file's chunk files take when a stat
 # finds it changed, and answers it with the attributes from then on: a stat
-# after the caches were dropped costs a LOOKUP, not also a GET_LAYOUT and
-# one CHUNK_STAT per target (6 requests a file here, 120 for these 20).
+# after the caches were dropped costs at most a LOOKUP (none when the glob's
+# listing brought the attributes), not also a GET_LAYOUT and one
+# CHUNK_STAT per target (6 requests a file here, 120 for these 20).
 mkdir "$MNT/dp/blocks"
 for i in $(seq 20); do head -c 100000 /dev/urandom > "$MNT/dp/blocks/f$i"; done
 truncate -s 10M "$MNT/dp/blocks/f1"  # a hole: the count is not the size
@@ -268,6 +269,44 @@ while read -r name blocks; do
 done < /tmp/blocks.txt
 [ "$(wc -l < /tmp/blocks.txt)" -eq 20 ] || fail "stat saw $(wc -l < /tmp/blocks.txt) files"
 rm -r "$MNT/dp/blocks"
+
+step "a listing brings the attributes: ls -l of 600 files is a few requests"
+# READDIR_PLUS answers a page of up to 512 names with their attributes,
+# which pfs.ko puts into its dentry and inode caches; the attributes also
+# say the files have no ACL and no security label, which ls -l asks every
+# file for. Without them, ls -l cost a LOOKUP and two GETXATTR per file.
+mkdir "$MNT/dp/many"
+python3 -c "
+import os, sys
+for i in range(600):
+    os.close(os.open(sys.argv[1] + '/f%d' % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+" "$MNT/dp/many"
+head -c 5000 /dev/urandom > "$MNT/dp/many/f7"
+ls_requests() {  # MOUNT
+	local before
+	drop_caches
+	before=$(mount_stat tcp requests)
+	ls -l "$1/dp/many" > /tmp/ls.txt
+	echo $(($(mount_stat tcp requests) - before))
+}
+n=$(ls_requests "$MNT")
+echo "ls -l of 600 files after dropping the caches: $n requests"
+[ "$n" -le 12 ] || fail "ls -l of 600 files cost $n requests"
+[ "$(grep -c ' f[0-9]*$' /tmp/ls.txt)" -eq 600 ] || fail "ls -l listed $(grep -c ' f[0-9]*$' /tmp/ls.txt) files"
+[ "$(awk '$NF == "f7" { print $5 }' /tmp/ls.txt)" = 5000 ] || fail "ls -l: $(grep ' f7$' /tmp/ls.txt)"
+# What a listing cached is watched like what a LOOKUP cached: another
+# client's change shows at once, though attributes are trusted for 10 min.
+mount_pfs "$MNT2" attr_ttl=600000
+ls -l "$MNT2/dp/many" > /dev/null
+head -c 3000 /dev/urandom >> "$MNT/dp/many/f7"
+python3 -c "import os, sys; os.setxattr(sys.argv[1], 'security.pfs-test', b'1')" "$MNT/dp/many/f8"
+wait_until "the size written through one mount seen through the other" \
+	eval '[ "$(stat -c %s "$MNT2/dp/many/f7")" = 8000 ]'
+label() { python3 -c "import os, sys; print(os.getxattr(sys.argv[1], 'security.pfs-test').decode())" "$1" 2> /dev/null; }
+wait_until "a security xattr set through one mount seen through the other" \
+	eval '[ "$(label "$MNT2/dp/many/f8")" = 1 ]'
+umount_pfs "$MNT2"
+rm -r "$MNT/dp/many"
 
 step "unmount and unload"
 umount_pfs "$MNT"

@@ -7,7 +7,8 @@
 # be shown; getdents itself refuses '/' and empty names, pfs.ko refuses
 # them first, for every reader, and logs them); attributes of a size of
 # 2^63 (negative as loff_t) or past the largest file, or of an unknown file
-# type, fail stat with EIO; each refusal is logged, and nothing oopses or
+# type, fail stat with EIO, whether they come with a LOOKUP or a listing
+# (READDIR_PLUS); each refusal is logged, and nothing oopses or
 # WARNs. A sane directory of the same server lists and stats as usual, and
 # the lock owners it sees are opaque ids, not kernel addresses, one for
 # each owner (an open file for flock, a process for POSIX locks).
@@ -60,12 +61,15 @@ fails_eio "stat of an unknown file type" stat $MNT/weird
 [ -z "$taken" ] || fail "pfs.ko took what it must refuse:$taken"
 
 step "each refusal logged"
-expect_dmesg "$mark" 'READDIR of .*refusing entry "\.\./\.\./x"'
+expect_dmesg "$mark" 'READDIR(_PLUS)? of .*refusing entry "\.\./\.\./x"'
 expect_dmesg "$mark" 'refusing entry "a/b"'
 expect_dmesg "$mark" 'refusing entry "" '
 expect_dmesg "$mark" 'refusing entry "\.\." \(type 4, cookie 4 after 3\)'
 expect_dmesg "$mark" 'refusing entry "f" \(type 3'
 expect_dmesg "$mark" "LOOKUP reply: entry 30@5 has an impossible size"
+# The root's listing brought them too (READDIR_PLUS): not taken either.
+expect_dmesg "$mark" "READDIR_PLUS reply: entry 30@5 has an impossible size"
+expect_dmesg "$mark" "READDIR_PLUS reply: entry 31@5 has an impossible size"
 expect_dmesg "$mark" "LOOKUP reply: entry 32@5 has an impossible file type"
 
 step "lock owners on the wire are opaque ids, one for each owner"

@@ -92,6 +92,41 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
         REQUIRE(listing);
         CHECK(listing->size() == 7);  // . .. f0..f4
 
+        // READDIR_PLUS: every name with the attributes stat gives it; a
+        // caller who may list but not search the directory gets names only.
+        {
+            auto plus = co_await fs.readdir_plus("/data/train");
+            REQUIRE(plus);
+            CHECK(plus->size() == 7);
+            for (const auto& e : *plus) {
+                INFO(e.name);
+                if (e.name == "." || e.name == "..") {
+                    CHECK(!e.attr);
+                    continue;
+                }
+                REQUIRE(e.attr);
+                auto st = co_await fs.stat("/data/train/" + e.name);
+                REQUIRE(st);
+                CHECK(e.attr->id.ino == e.id.ino);
+                CHECK(e.attr->mode == st->mode);
+                CHECK(e.attr->size == st->size);
+                CHECK(e.attr->mtime.sec == st->mtime.sec);
+                CHECK(e.attr->mtime.nsec == st->mtime.nsec);
+            }
+            pfs_setattr no_search{};
+            no_search.valid = PFS_SET_MODE;
+            no_search.mode = 0744;
+            REQUIRE_OK(co_await fs.setattr("/data/train", no_search));
+            FileSystem stranger(cluster, FileSystemOptions{.as = Credentials{1000, 1000, {}}});
+            auto names = co_await stranger.readdir_plus("/data/train");
+            REQUIRE(names);
+            CHECK(names->size() == 7);
+            for (const auto& e : *names) CHECK(!e.attr);
+            REQUIRE_OK(co_await stranger.shutdown());
+            no_search.mode = 0755;
+            REQUIRE_OK(co_await fs.setattr("/data/train", no_search));
+        }
+
         // POSIX edge cases.
         CHECK_ERRNO(co_await fs.rmdir("/data"), -ENOTEMPTY);
         CHECK_ERRNO(co_await fs.rename("/data", "/data/train/inside"), -EINVAL);

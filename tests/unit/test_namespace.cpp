@@ -478,6 +478,34 @@ TEST_CASE("extended attributes", "[namespace]") {
     CHECK(added > 300);
 }
 
+TEST_CASE("attributes say which ACLs and security xattrs an entry has", "[namespace]") {
+    Fs fs;
+    auto root = fs.root();
+    auto f = fs.file(root, "f");
+    auto d = fs.dir(root, "d");
+    // The smallest ACL: owner, group, others (tags 1, 4, 0x20; no ids).
+    std::string acl("\x02\0\0\0"
+                    "\x01\0\x06\0\xff\xff\xff\xff"
+                    "\x04\0\x04\0\xff\xff\xff\xff"
+                    "\x20\0\x04\0\xff\xff\xff\xff",
+                    28);
+    CHECK(fs.stat(f).xattrs == 0);
+    REQUIRE(fs.ns.set_xattr(f, "user.a", "x", 0, at(700)));
+    REQUIRE(fs.ns.set_xattr(f, "trusted.b", "x", 0, at(700)));
+    CHECK(fs.stat(f).xattrs == 0);
+    REQUIRE(fs.ns.set_xattr(f, "security.selinux", "label", 0, at(701)));
+    CHECK(fs.stat(f).xattrs == PFS_ATTR_SECURITY);
+    REQUIRE(fs.ns.set_xattr(f, kAclAccess, acl, 0, at(702)));
+    CHECK(fs.stat(f).xattrs == (PFS_ATTR_SECURITY | PFS_ATTR_ACL_ACCESS));
+    REQUIRE(fs.ns.remove_xattr(f, "security.selinux", at(703)));
+    CHECK(fs.stat(f).xattrs == PFS_ATTR_ACL_ACCESS);
+    REQUIRE(fs.ns.set_xattr(d, kAclDefault, acl, 0, at(704)));
+    CHECK(fs.stat(d).xattrs == PFS_ATTR_ACL_DEFAULT);
+    REQUIRE(fs.ns.set_xattr(d, "trusted.security.x", "x", 0, at(705)));
+    CHECK(fs.stat(d).xattrs == PFS_ATTR_ACL_DEFAULT);
+    CHECK(fs.stat(root, "d").xattrs == PFS_ATTR_ACL_DEFAULT);  // LOOKUP too
+}
+
 TEST_CASE("readdir lists dots first and resumes stably by cookie", "[namespace]") {
     Fs fs;
     auto root = fs.root();

@@ -844,6 +844,27 @@ TEST_CASE("proto: bodies with strings round trip", "[proto]")
 		set_str(m.body.name, std::string(PFS_POOL_NAME_MAX - 1, 'p'));
 		check_message(m);
 	}
+	SECTION("READDIR_PLUS entry, with and without attributes") {
+		Msg m(pfs_x_dirent_plus);
+		m.body.ent.id = { 77, 2, 1 };
+		m.body.ent.cookie = 3;
+		m.body.ent.type = 8;
+		set_str(m.body.ent.name, "file.jpg");
+		check_message(m);
+		m.body.has_attr = 1;
+		m.body.attr.id = m.body.ent.id;
+		m.body.attr.mode = 0100644;
+		m.body.attr.size = 100 << 10;
+		m.body.attr.blocks = PFS_BLOCKS_UNKNOWN;
+		check_message(m);
+		Msg attr(pfs_x_attr);
+		CHECK(size_of(m) == PFS_DIRENT_PLUS_MIN_SIZE + 8 + size_of(attr));
+		// has_attr is a flag: 2 is refused.
+		Bytes bytes = encode(m);
+		bytes[PFS_DIRENT_MIN_SIZE + 8] = 2;
+		Msg back(pfs_x_dirent_plus);
+		CHECK(decode(back, bytes) == -EBADMSG);
+	}
 }
 
 TEST_CASE("proto: list replies round trip", "[proto]")
@@ -894,6 +915,12 @@ TEST_CASE("proto: MIN_SIZE constants are the smallest encodings", "[proto]")
 
 	Msg tc(pfs_x_target_capacity);
 	CHECK(size_of(tc) == PFS_TARGET_CAP_MIN_SIZE);
+
+	Msg de(pfs_x_dirent);
+	CHECK(size_of(de) == PFS_DIRENT_MIN_SIZE);
+
+	Msg dp(pfs_x_dirent_plus);
+	CHECK(size_of(dp) == PFS_DIRENT_PLUS_MIN_SIZE);
 }
 
 // ---- strings ----------------------------------------------------------
@@ -1355,6 +1382,7 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 		garbage(Msg(pfs_x_mknod), in);
 		garbage(Msg(pfs_x_attr), in);
 		garbage(Msg(pfs_x_dirent), in);
+		garbage(Msg(pfs_x_dirent_plus), in);
 		garbage(ListMsg(pfs_x_node_info,
 				PFS_NODE_INFO_MIN_SIZE), in);
 		garbage(ListMsg(pfs_x_target_info,
