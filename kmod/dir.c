@@ -61,11 +61,20 @@ static bool pfs_dirent_ok(const struct pfs_dirent *ent, size_t len, loff_t pos)
  * One READDIR round trip from cookie; emits what fits. Returns 1 when the
  * caller should ask again, 0 when done (end, or the reader is full).
  */
+/*
+ * Every entry listed with attributes is one the server watches for us, in
+ * a table of 2^20 shared by all its clients that is forgotten whole when
+ * full (INVALIDATE_ALL to everyone): a directory larger than a quarter of
+ * that is listed by name, and its stats look each name up.
+ */
+#define PFS_READDIR_PLUS_MAX_ENTRIES	(1u << 18)
+
 static bool pfs_readdir_plus(struct inode *dir)
 {
 	struct pfs_sb_info *sbi = PFS_SB(dir->i_sb);
 
-	return !sbi->opts.nordirplus && (sbi->attr_ttl || sbi->name_ttl);
+	return !sbi->opts.nordirplus && (sbi->attr_ttl || sbi->name_ttl) &&
+	       i_size_read(dir) <= PFS_READDIR_PLUS_MAX_ENTRIES;
 }
 
 static int pfs_readdir_page(struct file *file, struct dir_context *ctx,

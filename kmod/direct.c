@@ -2,7 +2,7 @@
 /*
  * The transfers of O_DIRECT (and of cache=none) from and to user memory:
  * it is pinned one window at a time and handed to the striped data path
- * (addr.c) as bvecs, which the transport fills or sends from its own
+ * (stripe.c) as bvecs, which the transport fills or sends from its own
  * context: no bounce buffer.
  *
  * Pages of GPU memory (nvidia-fs' buffers, nvfs.c) go the same way, only

@@ -459,7 +459,7 @@ void pfs_resend_drain(struct super_block *sb);
 int pfs_lock(struct file *file, int cmd, struct file_lock *fl);
 int pfs_flock(struct file *file, int cmd, struct file_lock *fl);
 
-/* addr.c: page cache and direct I/O against the storage targets */
+/* addr.c: the page cache */
 extern const struct address_space_operations pfs_aops;
 /* The readahead workqueue, for module init and exit. */
 int pfs_addr_init(void);
@@ -470,7 +470,7 @@ void pfs_addr_exit(void);
  * moved or -errno; reads past the end of a chunk file return zeroes.
  */
 /*
- * addr.c: moves count bytes between file offset pos and iter, which must be
+ * stripe.c: moves count bytes between file offset pos and iter, which must be
  * kernel memory the transport can reach from any context (bvec, kvec,
  * xarray), or GPU memory (gpu: pinned pages nvidia-fs maps). Returns the
  * bytes moved, a prefix of the range, or -errno when none moved; iter is

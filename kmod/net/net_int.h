@@ -176,6 +176,15 @@ void pfs_conn_kill(struct pfs_conn *c, int err);
 int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc);
 void pfs_frame_header(struct pfs_net *net, u16 type, u32 flags,
 		      u64 request_id, u32 payload_len, u8 *out);
+/* The request with id, taken out of c's table (NULL: none). */
+struct pfs_rpc *pfs_conn_take(struct pfs_conn *c, u64 id);
+/* The last touch of a taken request: its waiter may free it right after. */
+void pfs_rpc_finish(struct pfs_rpc *rpc, int err);
+/* The size of a connection's scratch buffer (rx thread, handshake). */
+#define PFS_SCRATCH_SIZE	4096
+
+/* conn_rx.c: a connection's receiving thread (arg: the connection) */
+int pfs_conn_rx_thread(void *arg);
 
 static inline void pfs_conn_get(struct pfs_conn *c)
 {

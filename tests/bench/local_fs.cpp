@@ -180,6 +180,17 @@ Figures run_local(const std::string& dir, const Workload& w) {
         for (int k = 0; k < w.meta_files_per_thread; ++k) check(::stat(name(dir + "/shared", tid, k).c_str(), &st) == 0, "stat");
     });
     f.stat_shared_s = n / t;
+    maybe_drop_caches(w);
+    size_t listed = 0;
+    t = parallel(1, [&](int) {
+        struct stat st;
+        for (const auto& e : fs::directory_iterator(dir + "/shared")) {
+            check(::lstat(e.path().c_str(), &st) == 0, "lstat");
+            ++listed;
+        }
+    });
+    check(listed == static_cast<size_t>(n), "listing of the shared directory");
+    f.list_stat_shared_s = n / t;
     t = parallel(workers, [&](int tid) {
         for (int k = 0; k < w.meta_files_per_thread; ++k) check(::unlink(name(dir + "/shared", tid, k).c_str()) == 0, "unlink");
     });

@@ -16,6 +16,8 @@ struct Figures {
     double direct_write_mbs = 0, direct_read_mbs = 0;
     double dl_write_files_s = 0, dl_read_files_s = 0;
     double create_shared_s = 0, stat_shared_s = 0, unlink_shared_s = 0;
+    // One worker lists the shared directory and stats every entry (ls -l).
+    double list_stat_shared_s = 0;
     double create_private_s = 0;
 };
 

@@ -43,6 +43,7 @@ const Row kRows[] = {
     {"dl_read_100k", "files/s", &bench::Figures::dl_read_files_s},
     {"create_shared_dir", "ops/s", &bench::Figures::create_shared_s},
     {"stat_shared_dir", "ops/s", &bench::Figures::stat_shared_s},
+    {"list_stat_shared_dir", "entries/s", &bench::Figures::list_stat_shared_s},
     {"unlink_shared_dir", "ops/s", &bench::Figures::unlink_shared_s},
     {"create_dir_per_worker", "ops/s", &bench::Figures::create_private_s},
 };

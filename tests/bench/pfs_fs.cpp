@@ -142,6 +142,19 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     });
     if (!t) co_return t.error();
     f.stat_shared_s = n / *t;
+    if (auto st = cold_caches(w); !st) co_return st.error();
+    t = co_await parallel(1, [&](int) -> awaitable<Result<Unit>> {
+        // What ls -l does through libpfs: the listing brings the attributes.
+        auto entries = co_await fs.readdir_plus(dir + "/shared");
+        if (!entries) co_return entries.error();
+        if (entries->size() != static_cast<size_t>(n) + 2)
+            co_return Error{-EIO, "the shared directory lists " + std::to_string(entries->size()) + " entries"};
+        for (const auto& e : *entries)
+            if (e.name != "." && e.name != ".." && !e.attr) TRY(fs.stat(dir + "/shared/" + e.name));
+        co_return Unit{};
+    });
+    if (!t) co_return t.error();
+    f.list_stat_shared_s = n / *t;
     t = co_await parallel(workers, [&](int tid) -> awaitable<Result<Unit>> {
         for (int k = 0; k < w.meta_files_per_thread; ++k) TRY(fs.unlink(name(dir + "/shared", tid, k)));
         co_return Unit{};
