@@ -84,6 +84,7 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	struct pfs_dirent *ent = &plus->ent;
 	bool with_attrs = pfs_readdir_plus(inode);
 	unsigned int gen = pfs_names_gen(inode);
+	unsigned int notices = atomic_read(&PFS_SB(inode->i_sb)->notices);
 	struct pfs_readdir m = {
 		.dir = PFS_I(inode)->id,
 		.cookie = ctx->pos,
@@ -128,7 +129,8 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 			goto out;
 		}
 		if (with_attrs)
-			pfs_prime_dentry(file->f_path.dentry, plus, n, gen);
+			pfs_prime_dentry(file->f_path.dentry, plus, n, gen,
+					 notices);
 		if (!dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
 			      ent->type)) {
 			rc = 0;

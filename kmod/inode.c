@@ -58,31 +58,49 @@ static bool pfs_has_local_writes(struct inode *inode)
 }
 
 /*
+ * "No ACL" goes only where nothing is cached: a reply that left the
+ * server before our own SETXATTR must not replace the ACL pfs_set_acl
+ * cached. One that says there is an ACL drops a cached "none".
+ */
+static void pfs_acl_known(struct inode *inode, struct posix_acl **slot,
+			  int type, bool present)
+{
+	if (!present)
+		cmpxchg(slot, (struct posix_acl *)ACL_NOT_CACHED, NULL);
+	else if (!READ_ONCE(*slot))
+		forget_cached_acl(inode, type);
+}
+
+/*
  * ls -l asks every file for its ACL and security label, and permission
  * checks for the ACL: what the server says the entry lacks is answered
- * here. An ACL cached as none that the server now has is dropped (its
- * ctime moved too, but our own change may have come first).
+ * here. Attributes as old as a security xattr we set (its ctime) are
+ * silent on security xattrs.
  */
-static void pfs_xattrs_known(struct inode *inode, u32 xattrs)
+static void pfs_xattrs_known(struct inode *inode, u32 xattrs,
+			     const struct timespec64 *ctime)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
+	bool stale = false;
 
+	if (test_bit(PFS_INO_SECURITY_SET, &pi->flags)) {
+		spin_lock(&inode->i_lock);
+		stale = timespec64_equal(ctime, &pi->security_ctime);
+		spin_unlock(&inode->i_lock);
+		if (!stale)
+			clear_bit(PFS_INO_SECURITY_SET, &pi->flags);
+	}
 	if (xattrs & PFS_ATTR_SECURITY)
 		clear_bit(PFS_INO_NO_SECURITY, &pi->flags);
-	else
+	else if (!stale)
 		set_bit(PFS_INO_NO_SECURITY, &pi->flags);
 	if (!IS_POSIXACL(inode))
 		return;
-	if (!(xattrs & PFS_ATTR_ACL_ACCESS))
-		set_cached_acl(inode, ACL_TYPE_ACCESS, NULL);
-	else if (!READ_ONCE(inode->i_acl))
-		forget_cached_acl(inode, ACL_TYPE_ACCESS);
-	if (!S_ISDIR(inode->i_mode))
-		return;
-	if (!(xattrs & PFS_ATTR_ACL_DEFAULT))
-		set_cached_acl(inode, ACL_TYPE_DEFAULT, NULL);
-	else if (!READ_ONCE(inode->i_default_acl))
-		forget_cached_acl(inode, ACL_TYPE_DEFAULT);
+	pfs_acl_known(inode, &inode->i_acl, ACL_TYPE_ACCESS,
+		      xattrs & PFS_ATTR_ACL_ACCESS);
+	if (S_ISDIR(inode->i_mode))
+		pfs_acl_known(inode, &inode->i_default_acl, ACL_TYPE_DEFAULT,
+			      xattrs & PFS_ATTR_ACL_DEFAULT);
 }
 
 int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
@@ -114,7 +132,7 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 		/* Its xattrs may have changed: the next write checks again. */
 		inode_set_flags(inode, 0, S_NOSEC);
 	}
-	pfs_xattrs_known(inode, attr->xattrs);
+	pfs_xattrs_known(inode, attr->xattrs, &ctime);
 	/*
 	 * Writers extend i_size under i_lock too (pfs_i_size_extend), without
 	 * the inode lock held here: reading and setting the size in one
@@ -220,6 +238,7 @@ void pfs_notice(void *ctx, u16 type, const void *payload, u32 len)
 	}
 	if (type != PFS_MSG_INVALIDATE)
 		return;
+	atomic_inc(&sbi->notices);
 	if (pfs_decode(pfs_x_invalidate, &m, payload, len)) {
 		pr_warn_ratelimited("pfs: malformed INVALIDATE notice\n");
 		return;
@@ -244,6 +263,7 @@ void pfs_notices_lost(void *ctx)
 	struct pfs_sb_info *sbi = ctx;
 
 	atomic_inc(&sbi->names_epoch);
+	atomic_inc(&sbi->notices);
 	/* A server that restarted or ended our session says so first. */
 	pfs_sessions_suspect(sbi);
 }

@@ -177,12 +177,15 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
  * A READDIR_PLUS entry (len name bytes, checked by the caller) with
  * attributes: its dentry and inode go into the caches as a LOOKUP would
  * put them, so a stat or open of each listed name needs no request. gen:
- * pfs_names_gen(parent) before the READDIR_PLUS. A cached dentry that
- * names another entry is left alone: the server's notice of that change is
- * on its way, and the dentry's next revalidation settles it.
+ * pfs_names_gen(parent) and notices: the mount's notice count, both
+ * sampled before the READDIR_PLUS; after any notice since, the page may
+ * be older than what the notice expired, and nothing is primed. A cached
+ * dentry that names another entry, or none, is left alone: the server's
+ * notice of that change is on its way, and the dentry's next revalidation
+ * settles it.
  */
 void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
-		      size_t len, unsigned int gen)
+		      size_t len, unsigned int gen, unsigned int notices)
 {
 	DECLARE_WAIT_QUEUE_HEAD_ONSTACK(wq);
 	struct qstr name = QSTR_INIT(e->ent.name, len);
@@ -192,7 +195,8 @@ void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
 	if (!e->has_attr || (len <= 2 && !memcmp(e->ent.name, "..", len)) ||
 	    memcmp(&e->attr.id, &e->ent.id, sizeof(e->attr.id)) ||
 	    ((e->attr.mode & S_IFMT) >> 12) != e->ent.type ||
-	    pfs_attr_check(PFS_MSG_READDIR_PLUS, &e->attr))
+	    pfs_attr_check(PFS_MSG_READDIR_PLUS, &e->attr) ||
+	    atomic_read(&PFS_SB(parent->d_sb)->notices) != notices)
 		return;
 	name.hash = full_name_hash(parent, name.name, name.len);
 	dentry = d_lookup(parent, &name);
@@ -203,6 +207,8 @@ void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
 	}
 	if (d_in_lookup(dentry)) {
 		inode = pfs_iget(parent->d_sb, &e->attr);
+		/* Stamped before it is hashed, as pfs_lookup does. */
+		pfs_dentry_stamp(dentry, gen);
 		alias = d_splice_alias(inode, dentry);
 		d_lookup_done(dentry);
 		if (IS_ERR(alias))
@@ -210,8 +216,8 @@ void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
 		if (alias) {
 			dput(dentry);
 			dentry = alias;
+			pfs_dentry_stamp(dentry, gen);
 		}
-		pfs_dentry_stamp(dentry, gen);
 	} else if (d_really_is_positive(dentry) &&
 		   !memcmp(&PFS_I(d_inode(dentry))->id, &e->attr.id,
 			   sizeof(e->attr.id)) &&

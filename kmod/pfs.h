@@ -109,6 +109,11 @@ struct pfs_sb_info {
 	 * dentry stamped before goes back to the server.
 	 */
 	atomic_t names_epoch;
+	/*
+	 * INVALIDATE notices taken (and lost ones): a listing primes the
+	 * caches only if none came while it was on its way (dir.c)
+	 */
+	atomic_t notices;
 	/* keeps our sessions (locks, opens) alive on the metadata servers */
 	struct pfs_sessions sessions;
 	struct pfs_close_batch closes;
@@ -147,6 +152,7 @@ struct pfs_inode_info {
 	unsigned long wb_fail_since;
 	unsigned long flags;		/* PFS_INO_* bits */
 	struct timespec64 btime;	/* creation, from the server */
+	struct timespec64 security_ctime;	/* PFS_INO_SECURITY_SET */
 	/*
 	 * directories: bumped when the server says names in it changed, or
 	 * when a change of ours failed (it may have happened all the same)
@@ -171,6 +177,11 @@ enum {
 	 * as the answer while they are fresh
 	 */
 	PFS_INO_NO_SECURITY,
+	/*
+	 * we set a security.* xattr at security_ctime: attributes of that
+	 * ctime predate it and say nothing of security xattrs
+	 */
+	PFS_INO_SECURITY_SET,
 };
 
 /* file->private_data of a regular file (file.c, lock.c) */
@@ -395,7 +406,7 @@ extern const struct inode_operations pfs_dir_iops;
 extern const struct dentry_operations pfs_dentry_ops;
 unsigned int pfs_names_gen(struct inode *dir);
 void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
-		      size_t len, unsigned int gen);
+		      size_t len, unsigned int gen, unsigned int notices);
 
 /* dir.c */
 extern const struct file_operations pfs_dir_fops;

@@ -578,6 +578,7 @@ static int pfs_get_tree(struct fs_context *fc)
 	sbi->attr_ttl = msecs_to_jiffies(sbi->opts.attr_ttl_ms);
 	sbi->name_ttl = msecs_to_jiffies(sbi->opts.name_ttl_ms);
 	atomic_set(&sbi->names_epoch, 0);
+	atomic_set(&sbi->notices, 0);
 	/* Only who knows the token can act as this client id (BIND_CLIENT). */
 	get_random_bytes(sbi->token, sizeof(sbi->token));
 	sbi->client_id = pfs_auth_client_id(sbi->token);

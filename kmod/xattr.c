@@ -208,11 +208,15 @@ static int pfs_security_set(const struct xattr_handler *handler,
 			    struct inode *inode, const char *name,
 			    const void *value, size_t size, int flags)
 {
+	struct pfs_inode_info *pi = PFS_I(inode);
 	int rc;
 
-	clear_bit(PFS_INO_NO_SECURITY, &PFS_I(inode)->flags);
+	spin_lock(&inode->i_lock);
+	pi->security_ctime = inode_get_ctime(inode);
+	spin_unlock(&inode->i_lock);
+	set_bit(PFS_INO_SECURITY_SET, &pi->flags);
+	clear_bit(PFS_INO_NO_SECURITY, &pi->flags);
 	rc = pfs_setxattr(inode, handler->prefix, name, value, size, flags);
-	/* What the server says of its xattrs from now on counts. */
 	pfs_attr_expire_times(inode);
 	return rc;
 }

@@ -1,6 +1,6 @@
 // Counts the st_blocks of regular files on their storage targets (one
-// CHUNK_STAT to each), in the background, when a stat (LOOKUP, GETATTR)
-// finds the count of a file nobody has open unknown: a change made it so
+// CHUNK_STAT to each), in the background, when a stat (LOOKUP, GETATTR, an
+// entry of READDIR_PLUS) finds the count of a file nobody has open unknown: a change made it so
 // (a writer's report, a truncate), or the server restarted. Not while it
 // is open: a writer's revalidations would start a count after each of its
 // reports, each undone by the next. The clients count themselves

@@ -35,6 +35,10 @@ public:
     void forget(const pfs_entry_id& id);
 
     size_t size() const { return watches_; }
+    // Whether n more watches leave the table at most half full: a listing
+    // with attributes (READDIR_PLUS) adds one per entry and must not make
+    // the table forget everything, every client's watches included.
+    bool has_room(size_t n) const { return watches_ + n <= max_watches_ / 2; }
     // How many times the table was full and forgot every watch.
     uint64_t resets() const { return resets_; }
 

@@ -507,8 +507,10 @@ awaitable<Reply> Service::on_setattr(Request& req) {
 }
 
 // READDIR and READDIR_PLUS: the same page; READDIR_PLUS adds each entry's
-// attributes, where this server has them and the caller could look the name
-// up (X), and watches each such entry for the caller as LOOKUP would.
+// attributes, where this server has them, the caller could look the name up
+// (X) and the callback table has room, and watches each such entry for the
+// caller as LOOKUP would (and starts a count of its st_blocks as LOOKUP
+// would: a listing is how ls -l and find stat).
 awaitable<Reply> Service::on_readdir(Request& req) {
     const uint16_t type = req.frame.header.type;
     auto m = body(req, pfs_x_readdir);
@@ -518,32 +520,29 @@ awaitable<Reply> Service::on_readdir(Request& req) {
     if (!page) co_return Reply::from(page.error());
     watched(req, m->dir);
     const bool plus = type == PFS_MSG_READDIR_PLUS;
-    const bool attrs = plus && static_cast<bool>(allowed(req, m->dir, X_OK));
-    pfs_dir_page head{page->next_cookie, static_cast<uint8_t>(page->eof ? 1 : 0),
-                      static_cast<uint32_t>(page->entries.size())};
-    auto attr_of = [&](const DirEntry& e, pfs_attr& out) {
-        if (e.cookie <= 2 || !ns_->is_local(e.id)) return false;  // ".", "..", elsewhere
+    const bool attrs = plus && static_cast<bool>(allowed(req, m->dir, X_OK)) &&
+                       callbacks_.has_room(page->entries.size());
+    std::vector<pfs_dirent_plus> out(page->entries.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+        const DirEntry& e = page->entries[i];
+        out[i].ent = pfs_dirent{e.id, e.cookie, e.type, {}};
+        set_field(out[i].ent.name, e.name);
+        if (!attrs || e.cookie <= 2 || !ns_->is_local(e.id)) continue;  // ".", "..", elsewhere
         auto attr = ns_->getattr(e.id);
-        if (!attr) return false;
+        if (!attr) continue;
         watched(req, e.id);
         count_blocks_if_unknown(*attr);
-        out = to_wire(*attr);
-        return true;
-    };
-    auto out = encode_payload([&](pfs_xdr* x) {
+        out[i].has_attr = 1;
+        out[i].attr = to_wire(*attr);
+    }
+    pfs_dir_page head{page->next_cookie, static_cast<uint8_t>(page->eof ? 1 : 0),
+                      static_cast<uint32_t>(out.size())};
+    auto payload = encode_payload([&](pfs_xdr* x) {
         if (pfs_x_dir_page(x, &head)) return;
-        for (const auto& e : page->entries) {
-            pfs_dirent_plus d{{e.id, e.cookie, e.type, {}}, 0, {}};
-            set_field(d.ent.name, e.name);
-            if (!plus) {
-                if (pfs_x_dirent(x, &d.ent)) return;
-                continue;
-            }
-            d.has_attr = attrs && attr_of(e, d.attr) ? 1 : 0;
-            if (pfs_x_dirent_plus(x, &d)) return;
-        }
+        for (auto& d : out)
+            if (plus ? pfs_x_dirent_plus(x, &d) : pfs_x_dirent(x, &d.ent)) return;
     });
-    co_return out ? Reply::ok(std::move(*out)) : Reply::from(out.error());
+    co_return payload ? Reply::ok(std::move(*payload)) : Reply::from(payload.error());
 }
 
 awaitable<Reply> Service::on_open(Request& req) {

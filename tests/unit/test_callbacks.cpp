@@ -89,6 +89,17 @@ TEST_CASE("a full callback table forgets everything rather than grow, and counts
     CHECK(cb.size() == 1);
 }
 
+TEST_CASE("a listing's watches fit only while the table stays at most half full", "[callbacks]") {
+    Callbacks cb(8);
+    CHECK(cb.has_room(4));
+    CHECK_FALSE(cb.has_room(5));
+    for (uint64_t ino = 1; ino <= 3; ++ino) cb.watch(5, pfs_entry_id{ino, 1, 0});
+    CHECK(cb.has_room(1));
+    CHECK_FALSE(cb.has_room(2));
+    cb.changed(pfs_entry_id{1, 1, 0}, 0);  // its watch ends
+    CHECK(cb.has_room(2));
+}
+
 TEST_CASE("INVALIDATE notices round-trip and refuse bad counts", "[callbacks][codec]") {
     pfs_invalidate m{2, {kDir, kFile}};
     auto bytes = encode(pfs_x_invalidate, m);
