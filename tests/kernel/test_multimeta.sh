@@ -48,6 +48,20 @@ for i in 1 2 3 4; do
 	[ "$(owner_of "d$i/f")" = "$(owner_of "d$i")" ] || fail "d$i/f is not with its directory"
 done
 
+step "ls -l through the mount and pfs-ctl: entries of the other server too"
+# A listing brings attributes only for the entries of the listing's own
+# server (READDIR_PLUS); the others are looked up (pfs.ko) or stat'ed
+# (pfs-ctl) apart.
+sync; echo 3 > /proc/sys/vm/drop_caches
+for i in 1 2 3 4; do
+	[ "$(ls -l "$MNT" | awk -v n="d$i" '$NF == n { print substr($1, 1, 1) }')" = d ] ||
+		fail "ls -l of the root: d$i is not a directory: $(ls -l "$MNT")"
+	[ "$(pfs_ctl ls -l / | awk -v n="d$i" '$NF == n { print substr($1, 1, 1) }')" = d ] ||
+		fail "pfs-ctl ls -l /: d$i is not a directory: $(pfs_ctl ls -l /)"
+	[ "$(pfs_ctl ls -l "/d$i" | awk '$NF == "f" { print $5 }')" = $((100000 * i + 7)) ] ||
+		fail "pfs-ctl ls -l /d$i: $(pfs_ctl ls -l "/d$i")"
+done
+
 step "rmdir of a directory on the other server"
 other=""
 root_owner=$(owner_of "")

@@ -77,7 +77,7 @@ Result<std::vector<DirEntry>> without_dots(std::vector<client::Entry>&& entries)
     if (!plain) return plain.error();
     std::vector<DirEntry> out;
     out.reserve(plain->size());
-    for (auto& e : *plain) out.push_back(DirEntry{std::move(e.name), e.id, e.type});
+    for (auto& e : *plain) out.push_back(DirEntry{std::move(e.name), e.id, e.type, e.attr});
     return out;
 }
 
@@ -180,6 +180,12 @@ Status FsClient::remove_detached_dir(const pfs_entry_id& dir) {
 
 Result<std::vector<DirEntry>> FsClient::readdir(const std::string& path) {
     auto entries = impl_->run(impl_->fs->readdir(path));
+    if (!entries) return entries.error();
+    return without_dots(std::move(*entries));
+}
+
+Result<std::vector<DirEntry>> FsClient::readdir_plus(const std::string& path) {
+    auto entries = impl_->run(impl_->fs->readdir_plus(path));
     if (!entries) return entries.error();
     return without_dots(std::move(*entries));
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,7 +26,8 @@ namespace pfs::ctl {
 struct DirEntry {
     std::string name;
     pfs_entry_id id{};
-    uint8_t type = 0;  // DT_*
+    uint8_t type = 0;              // DT_*
+    std::optional<pfs_attr> attr;  // readdir_plus: where the server gave them
 };
 
 using FileLayout = pfs::StripeLayout;
@@ -64,6 +66,8 @@ public:
     std::vector<Result<pfs_attr>> stat_all(const std::vector<pfs_entry_id>& ids);
     // Without "." and "..".
     Result<std::vector<DirEntry>> readdir(const std::string& path);
+    // The same, with each entry's attributes where its server gives them.
+    Result<std::vector<DirEntry>> readdir_plus(const std::string& path);
     Result<std::string> readlink(const std::string& path);
     // meta_node: the directory's metadata server (0: the placement policy's choice).
     Result<pfs_attr> mkdir(const std::string& path, uint32_t mode, uint32_t meta_node = 0);

@@ -24,25 +24,38 @@ struct Listed {
     std::string link_target;       // symlinks, with -l
 };
 
-// The entries to list: a directory's, sorted by name, or the entry itself.
-Result<std::vector<Listed>> entries_of(FsClient& fs, const std::string& path, const pfs_attr& attr) {
+// The entries to list: a directory's, sorted by name, or the entry itself;
+// with_attrs: each with the attributes the listing brought (READDIR_PLUS).
+Result<std::vector<Listed>> entries_of(FsClient& fs, const std::string& path, const pfs_attr& attr,
+                                       bool with_attrs) {
     std::vector<Listed> out;
     if (!is_dir(attr)) {
-        out.push_back({DirEntry{path, attr.id, static_cast<uint8_t>(IFTODT(attr.mode))}, {}, {}});
+        out.push_back({DirEntry{path, attr.id, static_cast<uint8_t>(IFTODT(attr.mode)), {}}, {}, {}});
         return out;
     }
-    auto entries = fs.readdir(path);
+    auto entries = with_attrs ? fs.readdir_plus(path) : fs.readdir(path);
     if (!entries) return fs_error(path, entries.error());
     std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (auto& e : *entries) out.push_back({std::move(e), {}, {}});
+    for (auto& e : *entries) {
+        auto brought = e.attr;
+        out.push_back({std::move(e), brought, {}});
+    }
     return out;
 }
 
-// Attributes (and symlink targets) for ls -l; entries gone meanwhile are dropped.
+// Attributes (and symlink targets) for ls -l, asked for the entries the
+// listing brought none for (on other metadata servers); entries gone
+// meanwhile are dropped.
 Status add_attributes(FsClient& fs, const std::string& path, bool is_listing_dir, std::vector<Listed>& items) {
     std::vector<pfs_entry_id> ids;
-    for (const auto& item : items) ids.push_back(item.entry.id);
-    auto attrs = fs.stat_all(ids);
+    for (const auto& item : items)
+        if (!item.attr) ids.push_back(item.entry.id);
+    auto answers = fs.stat_all(ids);
+    std::vector<Result<pfs_attr>> attrs;
+    attrs.reserve(items.size());
+    size_t next = 0;
+    for (const auto& item : items)
+        attrs.push_back(item.attr ? Result<pfs_attr>(*item.attr) : std::move(answers[next++]));
     std::vector<Listed> kept;
     for (size_t i = 0; i < items.size(); ++i) {
         std::string where = is_listing_dir ? join_path(path, items[i].entry.name) : path;
@@ -138,9 +151,10 @@ Result<std::string> list_dir(Context& ctx) {
     if (!fs) return fs.error();
     auto attr = (*fs)->stat(path);
     if (!attr) return fs_error(path, attr.error());
-    auto items = entries_of(**fs, path, *attr);
+    const bool long_format = ctx.options.get<bool>("long");
+    auto items = entries_of(**fs, path, *attr, long_format);
     if (!items) return items.error();
-    if (ctx.options.get<bool>("long"))
+    if (long_format)
         if (auto st = add_attributes(**fs, path, is_dir(*attr), *items); !st) return st.error();
 
     if (ctx.json) return render_json(listing_json(path, *items));
