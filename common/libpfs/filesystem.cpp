@@ -285,10 +285,9 @@ awaitable<Result<std::vector<Entry>>> FileSystem::list(const pfs_entry_id& dir, 
                 if (plus ? pfs_x_dirent_plus(x, &e) : pfs_x_dirent(x, &e.ent)) return;
         });
         if (!st) co_return st.error();
-        for (const auto& e : ents) {
-            entries.push_back(Entry{e.ent.name, e.ent.id, e.ent.type, std::nullopt});
-            if (e.has_attr) entries.back().attr = e.attr;
-        }
+        for (const auto& e : ents)
+            entries.push_back(
+                Entry{e.ent.name, e.ent.id, e.ent.type, e.has_attr ? std::optional(e.attr) : std::nullopt});
         if (page.eof || ents.empty()) break;
         req.cookie = page.next_cookie;
     }

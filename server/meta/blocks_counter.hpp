@@ -1,7 +1,8 @@
 // Counts the st_blocks of regular files on their storage targets (one
 // CHUNK_STAT to each), in the background, when a stat (LOOKUP, GETATTR, an
-// entry of READDIR_PLUS) finds the count of a file nobody has open unknown: a change made it so
-// (a writer's report, a truncate), or the server restarted. Not while it
+// entry of READDIR_PLUS) finds the count of a file nobody has open
+// unknown: a change made it so (a writer's report, a truncate), or the
+// server restarted. Not while it
 // is open: a writer's revalidations would start a count after each of its
 // reports, each undone by the next. The clients count themselves
 // meanwhile, once; later stats of the file, from any client, cost one

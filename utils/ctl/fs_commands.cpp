@@ -19,9 +19,8 @@ Result<FsClient*> open_path(Context& ctx, const std::string& path) {
 }
 
 struct Listed {
-    DirEntry entry;
-    std::optional<pfs_attr> attr;  // with -l
-    std::string link_target;       // symlinks, with -l
+    DirEntry entry;            // entry.attr: with -l
+    std::string link_target;   // symlinks, with -l
 };
 
 // The entries to list: a directory's, sorted by name, or the entry itself;
@@ -30,16 +29,13 @@ Result<std::vector<Listed>> entries_of(FsClient& fs, const std::string& path, co
                                        bool with_attrs) {
     std::vector<Listed> out;
     if (!is_dir(attr)) {
-        out.push_back({DirEntry{path, attr.id, static_cast<uint8_t>(IFTODT(attr.mode)), {}}, {}, {}});
+        out.push_back({DirEntry{path, attr.id, static_cast<uint8_t>(IFTODT(attr.mode)), {}}, {}});
         return out;
     }
     auto entries = with_attrs ? fs.readdir_plus(path) : fs.readdir(path);
     if (!entries) return fs_error(path, entries.error());
     std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (auto& e : *entries) {
-        auto brought = e.attr;
-        out.push_back({std::move(e), brought, {}});
-    }
+    for (auto& e : *entries) out.push_back({std::move(e), {}});
     return out;
 }
 
@@ -49,19 +45,19 @@ Result<std::vector<Listed>> entries_of(FsClient& fs, const std::string& path, co
 Status add_attributes(FsClient& fs, const std::string& path, bool is_listing_dir, std::vector<Listed>& items) {
     std::vector<pfs_entry_id> ids;
     for (const auto& item : items)
-        if (!item.attr) ids.push_back(item.entry.id);
+        if (!item.entry.attr) ids.push_back(item.entry.id);
     auto answers = fs.stat_all(ids);
     std::vector<Result<pfs_attr>> attrs;
     attrs.reserve(items.size());
     size_t next = 0;
     for (const auto& item : items)
-        attrs.push_back(item.attr ? Result<pfs_attr>(*item.attr) : std::move(answers[next++]));
+        attrs.push_back(item.entry.attr ? Result<pfs_attr>(*item.entry.attr) : std::move(answers[next++]));
     std::vector<Listed> kept;
     for (size_t i = 0; i < items.size(); ++i) {
         std::string where = is_listing_dir ? join_path(path, items[i].entry.name) : path;
         if (!attrs[i] && attrs[i].error().code == -ENOENT) continue;
         if (!attrs[i]) return fs_error(where, attrs[i].error());
-        items[i].attr = *attrs[i];
+        items[i].entry.attr = *attrs[i];
         if ((attrs[i]->mode & S_IFMT) == S_IFLNK) {
             auto target = fs.readlink(where);
             if (target) items[i].link_target = *target;
@@ -81,7 +77,7 @@ std::string render_long(const std::vector<Listed>& items) {
                  {"MODIFIED"},
                  {"NAME"}});
     for (const auto& item : items) {
-        const pfs_attr& a = *item.attr;
+        const pfs_attr& a = *item.entry.attr;
         std::string name = item.entry.name;
         if (!item.link_target.empty()) name += " -> " + item.link_target;
         table.add_row({mode_string(a.mode), std::to_string(a.nlink), std::to_string(a.uid), std::to_string(a.gid),
@@ -94,9 +90,9 @@ json listing_json(const std::string& path, const std::vector<Listed>& items) {
     json list = json::array();
     for (const auto& item : items) {
         json e = {{"name", item.entry.name}};
-        if (item.attr) {
-            add_attr_json(e, *item.attr);
-            if ((item.attr->mode & S_IFMT) == S_IFLNK) e["symlink_target"] = item.link_target;
+        if (item.entry.attr) {
+            add_attr_json(e, *item.entry.attr);
+            if ((item.entry.attr->mode & S_IFMT) == S_IFLNK) e["symlink_target"] = item.link_target;
         } else {
             e["type"] = dirent_type_name(item.entry.type);
             e["entry_id"] = entry_id_json(item.entry.id);
