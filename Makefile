@@ -75,8 +75,10 @@ repo: deb rpm
 
 # The install test with everything (`make test` runs it without the DKMS
 # rebuild on upgrade inside the guest): tests/kernel/install/; first the
-# RPMs and rpmlint's report on them (`make test` builds only the .debs).
+# RPMs, rpmlint's report on them, and their install, verify and erase in a
+# node's root (`make test` builds only the .debs).
 test-install: all rpm
+	tests/kernel/install/rpm-install.sh --rpms $(RPM_TOP)/RPMS --work $(BUILD)/rpm-install-test --dir $(BUILD)/kernel-guest
 	tests/kernel/install/run-install-test.sh --full --work $(BUILD)/install-test --dir $(BUILD)/kernel-guest
 
 # All of user space for arm64 (Debian's cross compilers and arm64 libraries,

@@ -3,9 +3,10 @@
 #include <algorithm>
 
 #include "handshake.hpp"
+#include "log.hpp"
 #include "rdma/rdma_transport.hpp"
 #include "tcp_channel.hpp"
-#include "log.hpp"
+#include "worker_loops.hpp"
 
 namespace pfs {
 
@@ -27,7 +28,8 @@ RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret sec
       config_(std::move(config)),
       secret_(std::move(secret)),
       acceptor_(io),
-      budget_(std::make_shared<ByteBudget>(io.get_executor(), config_.request_memory)) {
+      loops_{io.get_executor()},
+      budgets_{std::make_shared<ByteBudget>(io.get_executor(), config_.request_memory)} {
     handle(PFS_MSG_PING, [this](Request&) -> awaitable<Reply> {
         pfs_ping_reply pong{node_id_, node_type_};
         co_return Reply::ok(*encode(pfs_x_ping_reply, pong));
@@ -90,6 +92,24 @@ void RpcServer::set_identity(uint32_t node_id, uint16_t node_type) {
     node_type_ = node_type;
 }
 
+void RpcServer::spread_over(WorkerLoops& loops) {
+    for (unsigned i = 0; i < loops.size(); ++i) loops_.push_back(loops.executor(i));
+    // Each loop's budget waits on its own executor: the memory is split.
+    const size_t share = std::max<size_t>(config_.request_memory / loops_.size(), 1);
+    budgets_.clear();
+    for (const auto& ex : loops_) budgets_.push_back(std::make_shared<ByteBudget>(ex, share));
+}
+
+const std::shared_ptr<ByteBudget>& RpcServer::budget() const {
+    const unsigned loop = WorkerLoops::current();
+    return loop < budgets_.size() ? budgets_[loop] : budgets_.front();
+}
+
+size_t RpcServer::unauthenticated() const {
+    std::lock_guard lock(unauth_mu_);
+    return unauthenticated_.size();
+}
+
 Result<uint16_t> RpcServer::start() {
     boost::system::error_code ec;
     auto addr = asio::ip::make_address(config_.host, ec);
@@ -140,7 +160,8 @@ awaitable<void> RpcServer::accept_loop() {
     asio::steady_timer pause(io_);
     while (acceptor_.is_open()) {
         boost::system::error_code ec;
-        tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+        const auto& loop = loops_[next_loop_++ % loops_.size()];
+        tcp::socket socket = co_await acceptor_.async_accept(loop, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
             if (ec == asio::error::operation_aborted) break;
             warn("accept failed", ec.message());
@@ -167,20 +188,20 @@ void RpcServer::take(std::shared_ptr<Channel> conn) {
         conn->close();
         return;
     }
-    const uint64_t evicted = evictions_;
-    admit_unauthenticated(conn);
-    if (evictions_ != evicted)
+    if (size_t evicted = admit_unauthenticated(conn))
         warn("too many unauthenticated connections: closed the oldest handshakes",
-             std::to_string(evictions_) + " closed so far");
-    asio::co_spawn(io_, serve(conn), asio::detached);
+             std::to_string(evicted) + " closed so far");
+    asio::co_spawn(conn->executor(), serve(conn), asio::detached);
 }
 
-void RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
+size_t RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
     const std::string& host = conn->peer_address();
+    std::lock_guard lock(unauth_mu_);
+    const uint64_t before = evictions_;
     // The oldest handshake has had the longest to finish: it makes room,
-    // among those of the same address first.
+    // among those of the same address first. It is closed on its own loop.
     auto evict = [this](UnauthList::iterator it) {
-        if (auto c = it->conn.lock()) c->close();
+        if (auto c = it->conn.lock()) asio::dispatch(c->executor(), [c] { c->close(); });
         if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
         unauthenticated_.erase(it);
     };
@@ -196,25 +217,29 @@ void RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
     }
     unauthenticated_.push_back(Unauthenticated{conn, host});
     ++unauthenticated_per_host_[host];
+    return evictions_ == before ? 0 : evictions_;
+}
+
+void RpcServer::forget_unauthenticated(const std::shared_ptr<Channel>& conn) {
+    std::lock_guard lock(unauth_mu_);
+    auto it = std::find_if(unauthenticated_.begin(), unauthenticated_.end(),
+                           [&](const Unauthenticated& u) { return u.conn.lock() == conn; });
+    if (it == unauthenticated_.end()) return;  // evicted, and gone already
+    if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
+    unauthenticated_.erase(it);
 }
 
 awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
     auto counter = connections_;
     ++*counter;
     struct Release {
-        std::shared_ptr<size_t> c;
+        std::shared_ptr<std::atomic<size_t>> c;
         ~Release() { --*c; }
     } release{counter};
 
     auto auth = co_await server_handshake(conn, secret_, config_.handshake_timeout, config_.require_frame_mac);
-    // Authenticated or not, it no longer counts as unauthenticated (unless
-    // it was evicted, and is gone from the list already).
-    auto it = std::find_if(unauthenticated_.begin(), unauthenticated_.end(),
-                           [&](const Unauthenticated& u) { return u.conn.lock() == conn; });
-    if (it != unauthenticated_.end()) {
-        if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
-        unauthenticated_.erase(it);
-    }
+    // Authenticated or not, it no longer counts as unauthenticated.
+    forget_unauthenticated(conn);
     if (!auth) {
         log::warn("refusing connection", {{"peer", conn->peer()}, {"reason", auth.error().message}});
         conn->close_when_sent();
@@ -267,7 +292,7 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
                                   " ms";
     // The wait for memory counts: a peer that claims a payload and never
     // sends it holds the budget no longer than frame_timeout.
-    auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
+    auto granted = co_await ByteBudget::acquire(budget(), header->payload_len, until);
     if (!granted) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory)"};
     held.payload = std::move(*granted);
     Channel::Deadline deadline(conn.shared_from_this(),
@@ -281,7 +306,7 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
     // Bulk data the frame did not bring (RDMA) is charged, then fetched,
     // under the same deadline.
     if (size_t more = conn.bulk_to_fetch(*frame)) {
-        auto bulk = co_await ByteBudget::acquire(budget_, more, until);
+        auto bulk = co_await ByteBudget::acquire(budget(), more, until);
         if (!bulk) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory for its bulk data)"};
         held.bulk = std::move(*bulk);
         auto fetched = co_await conn.fetch_bulk(*frame);

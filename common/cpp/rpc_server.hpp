@@ -14,6 +14,10 @@
 // budget before they are read and must arrive within frame_timeout, each
 // connection runs at most max_in_flight requests at once, and holds a read
 // buffer only while a frame is under way.
+//
+// Spread over worker loops (spread_over), each TCP connection is served on
+// one of them, its handlers included: they may then run on several threads
+// at once, and must be safe to.
 #pragma once
 
 #include <atomic>
@@ -22,6 +26,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +39,7 @@ namespace pfs {
 namespace rdma {
 class Listener;
 }
+class WorkerLoops;
 
 struct Request {
     const Frame& frame;
@@ -82,12 +88,17 @@ public:
     void handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by = std::nullopt);
     // What PING and GET_STATS answer.
     void set_identity(uint32_t node_id, uint16_t node_type);
+    // New TCP connections go to the main loop and each of loops in turn,
+    // each with its share of request_memory (RDMA ones stay on the main
+    // loop). Before start(); loops must outlive the server.
+    void spread_over(WorkerLoops& loops);
     // Every type that saw a request, ascending (GET_STATS is not counted).
     std::vector<MsgStats> stats() const;
     std::chrono::milliseconds uptime() const;
     size_t connections() const { return *connections_; }
-    size_t unauthenticated() const { return unauthenticated_.size(); }
-    const ByteBudget& request_memory() const { return *budget_; }
+    size_t unauthenticated() const;
+    // The main loop's share of the request memory.
+    const ByteBudget& request_memory() const { return *budgets_.front(); }
 
     // Binds and starts accepting (TCP, then RDMA on each of its
     // addresses); returns the bound port.
@@ -120,8 +131,12 @@ private:
     // unauthenticated, then served.
     void take(std::shared_ptr<Channel> conn);
     // Counts a new connection as unauthenticated, closing the oldest
-    // handshake of its address, or of all, to stay within the quotas.
-    void admit_unauthenticated(const std::shared_ptr<Channel>& conn);
+    // handshake of its address, or of all, to stay within the quotas;
+    // returns how many it closed.
+    size_t admit_unauthenticated(const std::shared_ptr<Channel>& conn);
+    void forget_unauthenticated(const std::shared_ptr<Channel>& conn);
+    // The budget of the loop this runs on.
+    const std::shared_ptr<ByteBudget>& budget() const;
     awaitable<void> serve(std::shared_ptr<Channel> conn);
     // The next request, its payload charged to the budget (lease), its
     // groups block taken off (groups).
@@ -147,14 +162,18 @@ private:
     std::map<uint16_t, Route> handlers_;
     Counters unknown_;  // requests of types without a handler
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-    std::shared_ptr<size_t> connections_ = std::make_shared<size_t>(0);
+    std::shared_ptr<std::atomic<size_t>> connections_ = std::make_shared<std::atomic<size_t>>(0);
+    mutable std::mutex unauth_mu_;  // the three below: handshakes end on every loop
     UnauthList unauthenticated_;
     std::unordered_map<std::string, size_t> unauthenticated_per_host_;
     uint64_t evictions_ = 0;
     std::chrono::steady_clock::time_point last_take_warning_{};
-    std::shared_ptr<ByteBudget> budget_;
-    uint32_t node_id_ = 0;
-    uint16_t node_type_ = PFS_NODE_MGMT;
+    // Where new TCP connections go: the main loop, then the workers'.
+    std::vector<asio::any_io_executor> loops_;
+    size_t next_loop_ = 0;
+    std::vector<std::shared_ptr<ByteBudget>> budgets_;  // one per loop, same order
+    std::atomic<uint32_t> node_id_ = 0;
+    std::atomic<uint16_t> node_type_ = PFS_NODE_MGMT;
 };
 
 }  // namespace pfs

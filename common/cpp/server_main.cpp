@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <thread>
+
 #include <boost/algorithm/string/split.hpp>
 
 #include "daemon.hpp"
@@ -60,6 +62,10 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         ("rdma-interfaces", po::value<std::string>()->default_value("auto"),
          "network interfaces whose IPv4 addresses serve RDMA too, comma-separated (e.g. ib0,ib1); "
          "auto: every interface that backs an RDMA device; none: TCP only");
+    if (spec.threaded)
+        options.add()("threads", po::value<unsigned>()->default_value(0),
+                      "event loops serving connections, each on a thread of its own (0: one per core); "
+                      "a connection stays on one of them");
     if (spec.has_storage_targets)
         options.add()("targets", po::value<std::vector<std::string>>()->composing(),
                       "storage target directories (comma-separated or repeated); each must exist");
@@ -102,8 +108,17 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 2;
     }
     config->rdma_addresses = *rdma;
+    unsigned threads = spec.threaded ? options.get<unsigned>("threads") : 1;
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    if (threads > 1024) {
+        log::error("--threads: at most 1024");
+        return 2;
+    }
     EventLoop io;
+    // Declared before what runs on them, so they are destroyed after it.
+    WorkerLoops loops(threads - 1);
     RpcServer server(io, *config, *secret);
+    server.spread_over(loops);
     auto port = server.start();
     if (!port) {
         log::error(port.error().message);
@@ -111,7 +126,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     }
     NodeIdentity identity{spec.node_type, options.get<std::string>("alias"),
                           options.get<std::string>("advertise-host"), *port, server.rdma_endpoints()};
-    DaemonContext context{io, *mgmtd, *secret, state_dir, options};
+    DaemonContext context{io, *mgmtd, *secret, state_dir, options, loops};
     NodeAgent agent(io, *mgmtd, *secret, identity, state_dir, targets,
                     std::chrono::milliseconds(std::max(50u, options.get<unsigned>("heartbeat-ms"))));
     if (auto st = agent.load_ids(); !st) {
@@ -128,13 +143,15 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     std::string rdma_on;
     for (const auto& [addr, p] : identity.rdma) rdma_on += (rdma_on.empty() ? "" : ",") + addr;
     log::info("listening", {{"port", *port}, {"rdma", rdma_on.empty() ? "none" : rdma_on}, {"mgmtd", mgmtd->str()},
-                            {"state_dir", state_dir}});
+                            {"state_dir", state_dir}, {"threads", threads}});
     asio::signal_set signals(io);
     daemon::stop_on_signals(io, signals, context.before_stop);
     io.run();
-    // Pending handlers go first, while the parts they point into live; the
-    // parts, the agent and the server then close their sockets, and the
-    // loop goes last.
+    // Pending handlers go first, the workers' and then the main loop's,
+    // while the parts they point into live; the parts, the agent and the
+    // server then close their sockets, and the loops go last.
+    loops.halt();
+    loops.shutdown();
     io.shutdown();
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "config.hpp"
 #include "node_agent.hpp"
 #include "rpc_server.hpp"
+#include "worker_loops.hpp"
 
 namespace pfs {
 
@@ -23,6 +24,9 @@ struct ServerDaemon {
     // traffic yes; bulk data only where the client asks (it costs a hash
     // of every byte).
     bool frame_macs;
+    // Whether it takes --threads: its handlers are safe on several loops
+    // at once (RpcServer::spread_over).
+    bool threaded;
     // The daemon's own options, besides the common ones (optional).
     std::function<void(Options&)> add_options = {};
 };
@@ -34,6 +38,7 @@ struct DaemonContext {
     const auth::Secret& secret;
     std::filesystem::path state_dir;
     const Options& options;  // parsed: the daemon's own options among them
+    WorkerLoops& loops;      // besides the main loop (none unless threaded)
     // Work to finish on SIGINT/SIGTERM before the loop stops (at most a
     // few seconds); install may set it.
     std::function<awaitable<void>()> before_stop = {};

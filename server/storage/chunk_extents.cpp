@@ -33,15 +33,15 @@ awaitable<Status> ChunkStore::fallocate(const pfs_entry_id& id, uint32_t mode, u
         co_return in_context(id, file.error());
     }
     const int fd = (*file)->fd.get();
-    auto st = co_await ring_.fallocate(fd, static_cast<int>(mode), offset, length);
+    auto st = co_await ring().fallocate(fd, static_cast<int>(mode), offset, length);
     if (!st && st.error().code == -EOPNOTSUPP && (mode & PFS_FALLOC_ZERO_RANGE)) {
         // Zeros by other means: free the range, then allocate it again.
-        st = co_await ring_.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
-        if (st) st = co_await ring_.fallocate(fd, static_cast<int>(mode & PFS_FALLOC_KEEP_SIZE), offset, length);
+        st = co_await ring().fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+        if (st) st = co_await ring().fallocate(fd, static_cast<int>(mode & PFS_FALLOC_KEEP_SIZE), offset, length);
     }
     if (!st) co_return in_context(id, st.error());
     // Durable before the metadata server commits a size that relies on it.
-    auto synced = co_await ring_.fsync(fd, true);
+    auto synced = co_await ring().fsync(fd, true);
     if (!synced) co_return in_context(id, synced.error());
     co_return ok_status();
 }

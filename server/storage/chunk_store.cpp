@@ -1,5 +1,6 @@
 #include "chunk_store.hpp"
 
+#include "worker_loops.hpp"
 #include "write_verifier.hpp"
 
 #include <dirent.h>
@@ -107,7 +108,8 @@ void OpenFileCache::erase(const pfs_entry_id& id) {
 
 // ---- ChunkStore --------------------------------------------------------------
 
-Result<std::unique_ptr<ChunkStore>> ChunkStore::open(Uring& ring, const std::filesystem::path& target_dir,
+Result<std::unique_ptr<ChunkStore>> ChunkStore::open(std::vector<Uring*> rings,
+                                                     const std::filesystem::path& target_dir,
                                                      ChunkStoreOptions options) {
     // Start-up work, done with plain system calls before the loop runs.
     UniqueFd dir(::open(target_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -133,17 +135,28 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::open(Uring& ring, const std::fil
     }
     auto verifier = WriteVerifier::take(dir.get(), target_dir.string());
     if (!verifier) return verifier.error();
-    return std::unique_ptr<ChunkStore>(new ChunkStore(ring, target_dir, std::move(dir), options, *verifier));
+    return std::unique_ptr<ChunkStore>(
+        new ChunkStore(std::move(rings), target_dir, std::move(dir), options, *verifier));
 }
 
-ChunkStore::ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options,
-                       uint64_t verifier)
-    : ring_(ring),
+ChunkStore::ChunkStore(std::vector<Uring*> rings, std::filesystem::path dir_path, UniqueFd dir,
+                       ChunkStoreOptions options, uint64_t verifier)
+    : rings_(std::move(rings)),
       dir_path_(std::move(dir_path)),
       dir_(std::move(dir)),
       verifier_(verifier),
       options_(options),
       cache_(options.max_open_files) {}
+
+Uring& ChunkStore::ring() const {
+    const unsigned loop = WorkerLoops::current();
+    return *rings_[loop < rings_.size() ? loop : 0];
+}
+
+size_t ChunkStore::open_files() const {
+    std::lock_guard lock(mu_);
+    return cache_.size();
+}
 
 Status ChunkStore::stop_cleanly() {
     // syncfs reports any writeback error of the file system since the
@@ -160,29 +173,38 @@ Error ChunkStore::in_context(const pfs_entry_id& id, const Error& e) const {
 }
 
 void ChunkStore::forget(const pfs_entry_id& id) {
+    std::lock_guard lock(mu_);
     cache_.erase(id);
     ++unlink_epoch_;
 }
 
 awaitable<Result<OpenFileCache::File>> ChunkStore::file(const pfs_entry_id& id, bool create) {
-    if (auto cached = cache_.get(id)) co_return cached;
-    const uint64_t epoch = unlink_epoch_;
+    uint64_t epoch = 0;
+    {
+        std::lock_guard lock(mu_);
+        if (auto cached = cache_.get(id)) co_return cached;
+        epoch = unlink_epoch_;
+    }
     const std::string path = chunk_path(id);
     const int flags = O_RDWR | (create ? O_CREAT : 0) | (options_.direct_io ? O_DIRECT : 0);
-    auto fd = co_await ring_.openat(dir_.get(), path, flags, 0600);
+    auto fd = co_await ring().openat(dir_.get(), path, flags, 0600);
     if (!fd && create && is_enoent(fd.error())) {
         // First chunk in its fan-out directory: make it (a racing request may too).
         const std::string parent = fanout_dir(id);
-        auto made = co_await ring_.mkdirat(dir_.get(), parent, 0700);
+        auto made = co_await ring().mkdirat(dir_.get(), parent, 0700);
         if (!made && made.error().code != -EEXIST) co_return made.error();
-        fd = co_await ring_.openat(dir_.get(), path, flags, 0600);
+        fd = co_await ring().openat(dir_.get(), path, flags, 0600);
     }
     if (!fd && options_.direct_io && fd.error().code == -EINVAL)
         co_return Error{-EINVAL, "cannot open with O_DIRECT (direct-io is on): " + fd.error().message};
     if (!fd) co_return fd.error();
     auto file = std::make_shared<ChunkFile>();
     file->fd = std::move(*fd);
-    if (epoch == unlink_epoch_) cache_.put(id, file);
+    std::lock_guard lock(mu_);
+    if (epoch != unlink_epoch_) co_return file;
+    // Another loop may have opened and cached it meanwhile: one descriptor.
+    if (auto cached = cache_.get(id)) co_return cached;
+    cache_.put(id, file);
     co_return file;
 }
 
@@ -214,13 +236,13 @@ awaitable<Result<size_t>> ChunkStore::transfer(bool is_write, int fd, const Alig
                                                uint64_t offset) {
     Result<size_t> done = Error{};
     if (buf.lease && is_write) {
-        done = co_await ring_.write_fixed(fd, *buf.lease, length, offset);
+        done = co_await ring().write_fixed(fd, *buf.lease, length, offset);
     } else if (buf.lease) {
-        done = co_await ring_.read_fixed(fd, *buf.lease, length, offset);
+        done = co_await ring().read_fixed(fd, *buf.lease, length, offset);
     } else {
         std::span<uint8_t> span(buf.data, length);
-        if (is_write) done = co_await ring_.write(fd, span, offset);
-        else done = co_await ring_.read(fd, span, offset);
+        if (is_write) done = co_await ring().write(fd, span, offset);
+        else done = co_await ring().read(fd, span, offset);
     }
     co_return done;
 }
@@ -230,7 +252,7 @@ awaitable<Result<size_t>> ChunkStore::write_direct(ChunkFile& file, uint64_t off
     if (!is_direct_aligned(offset) || !is_direct_aligned(data.size())) {
         auto fd = co_await buffered_fd(file);
         if (!fd) co_return fd.error();
-        co_return co_await ring_.write(*fd, data, offset);
+        co_return co_await ring().write(*fd, data, offset);
     }
     auto buf = aligned_buffer(data.size());
     if (!buf) co_return buf.error();
@@ -256,17 +278,22 @@ awaitable<Result<SharedBytes>> ChunkStore::read_direct(ChunkFile& file, uint64_t
 }
 
 awaitable<Result<int>> ChunkStore::buffered_fd(ChunkFile& file) {
-    if (file.buffered.valid()) co_return file.buffered.get();
+    if (int fd = keep_buffered(file, UniqueFd()); fd >= 0) co_return fd;
     // Reopened through /proc, not by path: the same inode as file.fd even if
     // the chunk was unlinked and created anew meanwhile.
-    auto fd = co_await ring_.openat(AT_FDCWD, "/proc/self/fd/" + std::to_string(file.fd.get()), O_RDWR, 0);
+    auto fd = co_await ring().openat(AT_FDCWD, "/proc/self/fd/" + std::to_string(file.fd.get()), O_RDWR, 0);
     if (!fd) co_return fd.error();
-    if (!file.buffered.valid()) file.buffered = std::move(*fd);  // a racing request may have opened one first
-    co_return file.buffered.get();
+    co_return keep_buffered(file, std::move(*fd));  // a racing request may have opened one first
+}
+
+int ChunkStore::keep_buffered(ChunkFile& file, UniqueFd fd) {
+    std::lock_guard lock(mu_);
+    if (!file.buffered.valid()) file.buffered = std::move(fd);
+    return file.buffered.valid() ? file.buffered.get() : -1;
 }
 
 std::optional<BufferPool::Lease> ChunkStore::lease_for(size_t length) const {
-    BufferPool* pool = ring_.buffers();
+    BufferPool* pool = ring().buffers();
     if (!options_.fixed_buffers || pool == nullptr || length == 0 || length > pool->buffer_size())
         return std::nullopt;
     return pool->try_acquire();
@@ -285,9 +312,9 @@ awaitable<Result<size_t>> ChunkStore::write(const pfs_entry_id& id, uint64_t off
         done = co_await write_direct(**file, offset, data);
     } else if (auto lease = lease_for(data.size())) {
         if (!data.empty()) std::memcpy(lease->data(), data.data(), data.size());
-        done = co_await ring_.write_fixed(fd, *lease, data.size(), offset);
+        done = co_await ring().write_fixed(fd, *lease, data.size(), offset);
     } else {
-        done = co_await ring_.write(fd, data, offset);
+        done = co_await ring().write(fd, data, offset);
     }
     if (!done) co_return in_context(id, done.error());
     co_return done;
@@ -307,14 +334,14 @@ awaitable<Result<SharedBytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t
     }
     const int fd = (*file)->fd.get();
     if (auto lease = lease_for(length)) {
-        auto done = co_await ring_.read_fixed(fd, *lease, length, offset);
+        auto done = co_await ring().read_fixed(fd, *lease, length, offset);
         if (!done) co_return in_context(id, done.error());
         auto held = std::make_shared<const BufferPool::Lease>(std::move(*lease));
         const std::span<const uint8_t> bytes(held->data(), *done);
         co_return SharedBytes(std::move(held), bytes);
     }
     Bytes out(length);
-    auto done = co_await ring_.read(fd, out, offset);
+    auto done = co_await ring().read(fd, out, offset);
     if (!done) co_return in_context(id, done.error());
     out.resize(*done);
     co_return SharedBytes(std::move(out));
@@ -336,7 +363,7 @@ awaitable<Status> ChunkStore::truncate(const pfs_entry_id& id, uint64_t size) {
     // made durable: the caller commits the smaller size only after it.
     if (::ftruncate((*file)->fd.get(), static_cast<off_t>(size)) != 0)
         co_return in_context(id, Error{-errno, "ftruncate: " + errno_text(-errno)});
-    auto synced = co_await ring_.fsync((*file)->fd.get(), true);
+    auto synced = co_await ring().fsync((*file)->fd.get(), true);
     if (!synced) co_return in_context(id, synced.error());
     co_return ok_status();
 }
@@ -349,7 +376,7 @@ awaitable<Status> ChunkStore::sync(const pfs_entry_id& id) {
     }
     // One inode, one page cache: this also writes back what went through
     // the buffered descriptor.
-    auto st = co_await ring_.fsync((*file)->fd.get(), true);
+    auto st = co_await ring().fsync((*file)->fd.get(), true);
     if (!st) co_return in_context(id, st.error());
     co_return ok_status();
 }
@@ -359,7 +386,7 @@ awaitable<Status> ChunkStore::unlink(const pfs_entry_id& id) {
     // completed may have found the old file.
     forget(id);
     const std::string path = chunk_path(id);
-    auto st = co_await ring_.unlinkat(dir_.get(), path, 0);
+    auto st = co_await ring().unlinkat(dir_.get(), path, 0);
     forget(id);
     if (!st && !is_enoent(st.error())) co_return in_context(id, st.error());
     co_return ok_status();
@@ -368,7 +395,7 @@ awaitable<Status> ChunkStore::unlink(const pfs_entry_id& id) {
 awaitable<Result<ChunkStat>> ChunkStore::stat(const pfs_entry_id& id) {
     const std::string path = chunk_path(id);
     struct statx stx {};
-    auto st = co_await ring_.statx(dir_.get(), path, 0, STATX_SIZE | STATX_BLOCKS, &stx);
+    auto st = co_await ring().statx(dir_.get(), path, 0, STATX_SIZE | STATX_BLOCKS, &stx);
     if (!st) {
         if (is_enoent(st.error())) co_return ChunkStat{};
         co_return in_context(id, st.error());

@@ -5,6 +5,9 @@
 // through the ring (io_uring); file descriptors stay open in a bounded LRU
 // cache so repeated I/O to a chunk does not reopen it.
 //
+// A store serves every event loop of the server (WorkerLoops): each loop's
+// I/O goes through that loop's own ring, and the descriptor cache is locked.
+//
 // With direct_io, chunk files are opened with O_DIRECT: I/O bypasses the
 // page cache through aligned buffers (registered ones where they fit).
 // Reads of any range read the aligned blocks around it. Writes whose offset
@@ -19,6 +22,7 @@
 #include <filesystem>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -92,9 +96,14 @@ struct ChunkListing {
 
 class ChunkStore {
 public:
-    // Opens the target directory and creates its chunks/ directory.
-    static Result<std::unique_ptr<ChunkStore>> open(Uring& ring, const std::filesystem::path& target_dir,
+    // Opens the target directory and creates its chunks/ directory. rings:
+    // one per loop, indexed by WorkerLoops::current(); they must outlive it.
+    static Result<std::unique_ptr<ChunkStore>> open(std::vector<Uring*> rings, const std::filesystem::path& target_dir,
                                                     ChunkStoreOptions options = {});
+    static Result<std::unique_ptr<ChunkStore>> open(Uring& ring, const std::filesystem::path& target_dir,
+                                                    ChunkStoreOptions options = {}) {
+        return open(std::vector<Uring*>{&ring}, target_dir, options);
+    }
 
     // What writes are acknowledged under (write_verifier.hpp).
     uint64_t verifier() const { return verifier_; }
@@ -155,11 +164,13 @@ public:
     // The chunk's path relative to the target directory (an on-disk format).
     static std::string chunk_path(const pfs_entry_id& id);
     const std::filesystem::path& directory() const { return dir_path_; }
-    size_t open_files() const { return cache_.size(); }
+    size_t open_files() const;
 
 private:
-    ChunkStore(Uring& ring, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options,
+    ChunkStore(std::vector<Uring*> rings, std::filesystem::path dir_path, UniqueFd dir, ChunkStoreOptions options,
                uint64_t verifier);
+    // The ring of the loop this runs on.
+    Uring& ring() const;
     // The chunk's descriptor, cached or opened now (O_RDWR; with create,
     // O_CREAT and the fan-out directory made if missing).
     awaitable<Result<OpenFileCache::File>> file(const pfs_entry_id& id, bool create);
@@ -171,14 +182,18 @@ private:
     awaitable<Result<size_t>> write_direct(ChunkFile& file, uint64_t offset, std::span<const uint8_t> data);
     awaitable<Result<SharedBytes>> read_direct(ChunkFile& file, uint64_t offset, uint32_t length);
     awaitable<Result<int>> buffered_fd(ChunkFile& file);
+    // file's buffered descriptor, keeping fd as it unless it has one; -1:
+    // none (and fd invalid).
+    int keep_buffered(ChunkFile& file, UniqueFd fd);
     Error in_context(const pfs_entry_id& id, const Error& e) const;
     void forget(const pfs_entry_id& id);
 
-    Uring& ring_;
+    std::vector<Uring*> rings_;
     std::filesystem::path dir_path_;
     UniqueFd dir_;
     uint64_t verifier_;
     ChunkStoreOptions options_;
+    mutable std::mutex mu_;  // the cache, the epoch, each file's buffered descriptor
     OpenFileCache cache_;
     // Bumped by every unlink: an open that raced with one is not cached, so
     // the cache never keeps a descriptor of a removed file.

@@ -36,19 +36,26 @@ pfs::StorageServiceOptions storage_options(const pfs::Options& options) {
 
 int main(int argc, char** argv) {
     const pfs::ServerDaemon spec{"pfs-storage", "PFS storage server.", PFS_NODE_STORAGE,
-                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, false,
+                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, false, true,
                                  add_storage_options};
     auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent,
                       pfs::DaemonContext& ctx) -> pfs::Result<pfs::DaemonParts> {
-        const auto options = storage_options(ctx.options);
+        auto options = storage_options(ctx.options);
+        options.worker_loops = ctx.loops.size();
         // The handlers own the service, and the server drops them before the
         // event loop goes: nothing of the ring outlives the loop.
         auto service = pfs::StorageService::create(agent.targets(), options);
         if (!service) return service.error();
         (*service)->install(server);
+        agent.on_registered([service = *service](uint32_t) { service->refresh_ids(); });
         if (options.chunks.direct_io) pfs::log::info("chunk files use O_DIRECT");
         // Not a coroutine itself: the lambda may be gone before the work ends.
-        ctx.before_stop = [service = *service] { return service->stop_cleanly(); };
+        // The worker loops halt first: no write is acknowledged after the
+        // targets were synced for the clean stop.
+        ctx.before_stop = [service = *service, &loops = ctx.loops] {
+            loops.halt();
+            return service->stop_cleanly();
+        };
         return pfs::DaemonParts{};
     };
     return pfs::run_server_daemon(spec, argc, argv, install);

@@ -1,5 +1,7 @@
 #include "service.hpp"
 
+#include <atomic>
+
 #include "log.hpp"
 
 namespace pfs {
@@ -40,33 +42,51 @@ Reply encoded(int (*xfer)(pfs_xdr*, M*), M msg) {
 
 struct StorageService::Target {
     std::unique_ptr<ChunkStore> store;
-    bool reported_full = false;  // ENOSPC is logged once per episode, not per request
+    std::atomic<uint32_t> id{0};             // the agent's, as of the last refresh_ids
+    std::atomic<bool> reported_full{false};  // ENOSPC is logged once per episode, not per request
 };
 
 Result<std::shared_ptr<StorageService>> StorageService::create(const std::vector<AgentTarget>& targets,
                                                                StorageServiceOptions options) {
-    auto ring = Uring::create(options.ring);
-    if (!ring) return ring.error();
-    if (options.fixed_buffers > 0) {
-        auto pool = BufferPool::create(options.fixed_buffers, options.fixed_buffer_size);
-        Status st = pool ? (*ring)->register_buffers(std::move(*pool)) : Status(pool.error());
-        if (!st) log::warn("running without registered I/O buffers", {{"reason", st.error().message}});
+    std::shared_ptr<StorageService> service(new StorageService(targets));
+    // The registered buffers are pinned memory: the loops share them out
+    // rather than each pinning the whole amount.
+    const size_t rings = size_t{options.worker_loops} + 1;
+    const size_t buffers_each = (options.fixed_buffers + rings - 1) / rings;
+    std::vector<Uring*> ring_of_loop;
+    for (size_t i = 0; i < rings; ++i) {
+        auto ring = Uring::create(options.ring);
+        if (!ring) return ring.error();
+        if (buffers_each > 0) {
+            auto pool = BufferPool::create(buffers_each, options.fixed_buffer_size);
+            Status st = pool ? (*ring)->register_buffers(std::move(*pool)) : Status(pool.error());
+            if (!st) log::warn("running without registered I/O buffers", {{"reason", st.error().message}});
+        }
+        ring_of_loop.push_back(ring->get());
+        service->rings_.push_back(std::move(*ring));
     }
-    BufferPool* buffers = (*ring)->buffers();
-    log::info("disk I/O through io_uring", {{"entries", (*ring)->capacity()},
-                                            {"registered_buffers", buffers ? buffers->count() : 0},
+    BufferPool* buffers = service->rings_.front()->buffers();
+    log::info("disk I/O through io_uring", {{"rings", rings},
+                                            {"entries", service->rings_.front()->capacity()},
+                                            {"registered_buffers_each", buffers ? buffers->count() : 0},
                                             {"buffer_bytes", buffers ? buffers->buffer_size() : 0}});
-    std::shared_ptr<StorageService> service(new StorageService(targets, std::move(*ring)));
     for (const auto& t : targets) {
-        auto store = ChunkStore::open(*service->ring_, t.path, options.chunks);
+        auto store = ChunkStore::open(ring_of_loop, t.path, options.chunks);
         if (!store) return store.error();
-        service->targets_.push_back(std::make_unique<Target>(Target{std::move(*store)}));
+        auto target = std::make_unique<Target>();
+        target->store = std::move(*store);
+        service->targets_.push_back(std::move(target));
     }
+    service->refresh_ids();
     return service;
 }
 
-StorageService::StorageService(const std::vector<AgentTarget>& targets, std::unique_ptr<Uring> ring)
-    : agent_targets_(targets), ring_(std::move(ring)), lister_(std::make_unique<asio::thread_pool>(1)) {}
+StorageService::StorageService(const std::vector<AgentTarget>& targets)
+    : agent_targets_(targets), lister_(std::make_unique<asio::thread_pool>(1)) {}
+
+void StorageService::refresh_ids() {
+    for (size_t i = 0; i < agent_targets_.size() && i < targets_.size(); ++i) targets_[i]->id = agent_targets_[i].id;
+}
 
 StorageService::~StorageService() {
     // A listing under way finishes first: it reads the stores' directories.
@@ -103,17 +123,17 @@ awaitable<void> StorageService::stop_cleanly() {
 }
 
 StorageService::Target* StorageService::find(uint32_t target_id) {
-    for (size_t i = 0; i < agent_targets_.size() && i < targets_.size(); ++i)
-        if (agent_targets_[i].id == target_id && target_id != 0) return targets_[i].get();
+    if (target_id == 0) return nullptr;
+    for (auto& t : targets_)
+        if (t->id == target_id) return t.get();
     return nullptr;
 }
 
 Reply StorageService::failed(Target& target, const Error& e) {
     if (e.code == -ENOSPC) {
-        if (!target.reported_full)
+        if (!target.reported_full.exchange(true))
             log::warn("storage target is full; still serving reads",
                       {{"target", target.store->directory().string()}, {"error", e.message}});
-        target.reported_full = true;
     } else if (e.code != -ENOENT) {
         log::warn("chunk operation failed", {{"error", e.message}});
     }

@@ -5,6 +5,9 @@
 // lists directories, which io_uring cannot do: it runs on a helper thread
 // so the event loop never waits for the disk; so does CHUNK_COPY's
 // copy_file_range.
+//
+// Its handlers run on every loop of the server (WorkerLoops): each loop has
+// an io_uring of its own, the registered buffers split among them.
 #pragma once
 
 #include <memory>
@@ -24,19 +27,26 @@ struct StorageServiceOptions {
     size_t fixed_buffers = 16;
     size_t fixed_buffer_size = 512u << 10;
     ChunkStoreOptions chunks;
+    // Worker loops the server runs besides its main loop (WorkerLoops):
+    // one ring each, and one for the main loop.
+    unsigned worker_loops = 0;
 };
 
 class StorageService : public std::enable_shared_from_this<StorageService> {
 public:
     // targets: the node's targets, in the agent's order; the vector must
-    // outlive the service and its ids may change as registration proceeds.
-    // Fails when io_uring is not available or a target cannot be opened.
+    // outlive the service and its ids may change as registration proceeds
+    // (on the main loop, which then calls refresh_ids). Fails when io_uring
+    // is not available or a target cannot be opened.
     static Result<std::shared_ptr<StorageService>> create(const std::vector<AgentTarget>& targets,
                                                           StorageServiceOptions options = {});
     ~StorageService();
 
     // Registers the chunk handlers; they keep the service alive.
     void install(RpcServer& server);
+    // Takes the targets' ids as they are now (main loop; the handlers on
+    // other loops read the copy).
+    void refresh_ids();
     // SIGTERM: every target's data to disk, its write verifier kept for
     // the next start (write_verifier.hpp).
     awaitable<void> stop_cleanly();
@@ -56,13 +66,13 @@ public:
 private:
     struct Target;
 
-    StorageService(const std::vector<AgentTarget>& targets, std::unique_ptr<Uring> ring);
+    explicit StorageService(const std::vector<AgentTarget>& targets);
     // The target with this id, or null (PFS_E_UNKNOWN_TARGET).
     Target* find(uint32_t target_id);
     Reply failed(Target& target, const Error& e);
 
     const std::vector<AgentTarget>& agent_targets_;
-    std::unique_ptr<Uring> ring_;                   // declared before the stores, which use it
+    std::vector<std::unique_ptr<Uring>> rings_;     // one per loop; declared before the stores, which use them
     std::vector<std::unique_ptr<Target>> targets_;  // same order as agent_targets_
     // Blocking work off the event loop: CHUNK_LIST's directory reads,
     // CHUNK_COPY's copy_file_range.

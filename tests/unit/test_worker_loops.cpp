@@ -1,0 +1,188 @@
+// Every core: worker loops on threads of their own, an RpcServer spreading
+// its connections over them, and one chunk store used from all of them at
+// once, each loop through its own ring.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <map>
+#include <set>
+
+#include "chunk_store_fixture.hpp"
+#include "rpc_client.hpp"
+#include "rpc_server.hpp"
+#include "worker_loops.hpp"
+
+using namespace pfs;
+using namespace pfs::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint16_t kWhere = 910;  // replies with the loop it ran on and the thread's id
+
+const auth::Secret kSecret = auth::Secret::from_bytes(
+    std::span(reinterpret_cast<const uint8_t*>("worker-loops-secret-0123456789"), 30));
+
+// Runs body() on executor ex and waits here for it, at most 60 s.
+template <class F>
+void run_on(asio::any_io_executor ex, F&& body) {
+    std::promise<void> done;
+    auto finished = done.get_future();
+    asio::co_spawn(ex, std::forward<F>(body), [&done](std::exception_ptr e) {
+        if (e) done.set_exception(e);
+        else done.set_value();
+    });
+    REQUIRE(finished.wait_for(60s) == std::future_status::ready);
+    finished.get();
+}
+
+}  // namespace
+
+TEST_CASE("worker loops: each runs on its own thread and knows its index", "[loops]") {
+    WorkerLoops loops(3);
+    REQUIRE(loops.size() == 3);
+    CHECK(WorkerLoops::current() == 0);
+    std::set<std::thread::id> threads{std::this_thread::get_id()};
+    for (unsigned i = 0; i < loops.size(); ++i) {
+        unsigned seen = 99;
+        std::thread::id thread;
+        run_on(loops.executor(i), [&]() -> awaitable<void> {
+            seen = WorkerLoops::current();
+            thread = std::this_thread::get_id();
+            co_return;
+        });
+        CHECK(seen == i + 1);
+        threads.insert(thread);
+    }
+    CHECK(threads.size() == 4);
+    loops.halt();
+    loops.shutdown();
+}
+
+TEST_CASE("rpc: connections are spread over the loops and each stays on one", "[rpc][loops]") {
+    asio::io_context io;
+    WorkerLoops loops(2);
+    ServerConfig config;
+    config.host = "127.0.0.1";
+    RpcServer server(io, config, kSecret);
+    server.spread_over(loops);
+    server.handle(kWhere, [](Request&) -> awaitable<Reply> {
+        co_return Reply::ok(Bytes{static_cast<uint8_t>(WorkerLoops::current())});
+    }, PFS_SENT_BY_ANY);
+    auto port = server.start();
+    REQUIRE(port);
+
+    // Six connections: two to each loop, the main loop's among them.
+    std::map<size_t, std::set<uint8_t>> loops_of_connection;
+    run_coro(io, [&]() -> awaitable<void> {
+        std::vector<std::shared_ptr<RpcClient>> clients;
+        for (int i = 0; i < 6; ++i) {
+            clients.push_back(RpcClient::create(io.get_executor(), Endpoint{"127.0.0.1", *port}, kSecret));
+            // Connected one after the other: the order they are accepted in.
+            auto pong = co_await clients.back()->call(PFS_MSG_PING, Bytes());
+            REQUIRE(pong);
+        }
+        for (int round = 0; round < 20; ++round)
+            for (size_t c = 0; c < clients.size(); ++c) {
+                auto r = co_await clients[c]->call(kWhere, Bytes());
+                REQUIRE(r);
+                REQUIRE(r->status == PFS_OK);
+                REQUIRE(r->body.size() == 1);
+                loops_of_connection[c].insert(r->body[0]);
+            }
+        CHECK(server.connections() == 6);
+        CHECK(server.unauthenticated() == 0);
+        for (auto& c : clients) c->close();
+    });
+    std::map<uint8_t, int> connections_of_loop;
+    for (const auto& [c, seen] : loops_of_connection) {
+        INFO("connection " << c);
+        REQUIRE(seen.size() == 1);
+        ++connections_of_loop[*seen.begin()];
+    }
+    CHECK(connections_of_loop == std::map<uint8_t, int>{{0, 2}, {1, 2}, {2, 2}});
+    // PING and the handlers were counted wherever they ran.
+    auto stats = server.stats();
+    auto where = std::find_if(stats.begin(), stats.end(), [](const MsgStats& m) { return m.type == kWhere; });
+    REQUIRE(where != stats.end());
+    CHECK(where->requests == 120);
+    server.stop();
+    loops.halt();
+    loops.shutdown();
+}
+
+TEST_CASE("chunks: one store used from several loops at once, each through its ring", "[chunks][loops]") {
+    // Few descriptors, so the loops evict each other's while they write.
+    ChunkStoreOptions options;
+    options.max_open_files = 3;
+    TempDir dir;
+    WorkerLoops loops(3);
+    std::vector<std::unique_ptr<Uring>> rings;
+    std::vector<Uring*> ring_of_loop;
+    for (unsigned i = 0; i <= loops.size(); ++i) {
+        rings.push_back(make_ring());
+        ring_of_loop.push_back(rings.back().get());
+    }
+    auto opened = ChunkStore::open(ring_of_loop, dir.path(), options);
+    REQUIRE(opened);
+    ChunkStore& store = **opened;
+
+    // Each loop writes its own 64 KiB slice of each of 8 chunks, while the
+    // last loop also creates and unlinks chunks of its own. (Catch's macros
+    // are for the main thread only: the loops report what went wrong.)
+    constexpr size_t kSlice = 64u << 10;
+    constexpr uint64_t kChunks = 8;
+    std::vector<std::promise<std::string>> done(loops.size());
+    for (unsigned l = 0; l < loops.size(); ++l) {
+        asio::co_spawn(
+            loops.executor(l),
+            [&, l]() -> awaitable<std::string> {
+                for (int pass = 0; pass < 4; ++pass)
+                    for (uint64_t c = 0; c < kChunks; ++c) {
+                        const Bytes data = random_bytes(kSlice, static_cast<uint32_t>(c * 16 + l));
+                        auto written = co_await store.write(entry(c + 1), l * kSlice, data);
+                        if (!written) co_return "write: " + written.error().message;
+                        if (*written != kSlice) co_return "short write";
+                        if (l + 1 == loops.size()) {
+                            auto scratch = co_await store.write(entry(1000 + c), 0, data);
+                            if (!scratch) co_return "write: " + scratch.error().message;
+                            auto gone = co_await store.unlink(entry(1000 + c));
+                            if (!gone) co_return "unlink: " + gone.error().message;
+                        }
+                    }
+                co_return "";
+            },
+            [&done, l](std::exception_ptr e, std::string failure) {
+                if (e) done[l].set_exception(e);
+                else done[l].set_value(std::move(failure));
+            });
+    }
+    for (unsigned l = 0; l < loops.size(); ++l) {
+        auto f = done[l].get_future();
+        REQUIRE(f.wait_for(60s) == std::future_status::ready);
+        INFO("loop " << l + 1);
+        CHECK(f.get() == "");
+    }
+    CHECK(store.open_files() <= 3);
+
+    // Read back on the main thread (ring 0): every slice as its loop wrote it.
+    asio::io_context io;
+    run_coro(io, [&]() -> awaitable<void> {
+        for (uint64_t c = 0; c < kChunks; ++c) {
+            auto got = co_await store.read(entry(c + 1), 0, static_cast<uint32_t>(loops.size() * kSlice));
+            REQUIRE(got);
+            REQUIRE(got->size() == loops.size() * kSlice);
+            for (unsigned l = 0; l < loops.size(); ++l) {
+                const Bytes want = random_bytes(kSlice, static_cast<uint32_t>(c * 16 + l));
+                INFO("chunk " << c + 1 << ", slice of loop " << l);
+                CHECK(std::equal(want.begin(), want.end(), got->begin() + static_cast<long>(l * kSlice)));
+            }
+            auto scratch = co_await store.stat(entry(1000 + c));
+            REQUIRE(scratch);
+            CHECK(scratch->size == 0);  // unlinked: as if never written
+        }
+    });
+    CHECK_FALSE(std::filesystem::exists(dir.path() / ChunkStore::chunk_path(entry(1000))));
+    loops.halt();
+    loops.shutdown();
+}
