@@ -130,6 +130,10 @@ Figures run_local(const std::string& dir, const Workload& w) {
     f.seq_write_mbs = write_mbs, f.seq_read_mbs = read_mbs;
     std::tie(write_mbs, read_mbs) = sequential(dir + "/direct", w, O_DIRECT);
     f.direct_write_mbs = write_mbs, f.direct_read_mbs = read_mbs;
+    if (w.seq_only) {
+        fs::remove_all(dir);
+        return f;
+    }
 
     // (b) deep-learning reads: 100 KiB files written by every thread, then
     // read whole in random order.

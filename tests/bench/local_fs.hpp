@@ -36,6 +36,9 @@ struct Workload {
     // dentry and inode caches, so that phase reaches the file system (and,
     // for a network file system, its server) instead of the client's cache.
     bool drop_caches = false;
+    // Only the sequential streams (a) (`--seq-only`: servers compared with
+    // themselves, e.g. by thread count).
+    bool seq_only = false;
 };
 
 // sync, then `echo 3 > /proc/sys/vm/drop_caches` (root only).

@@ -32,13 +32,14 @@ struct Row {
     const char* unit;
     double bench::Figures::*field;
     bool posix_only = false;
+    bool sequential = false;  // run by --seq-only too
 };
 
 const Row kRows[] = {
-    {"seq_write", "MB/s", &bench::Figures::seq_write_mbs},
-    {"seq_read", "MB/s", &bench::Figures::seq_read_mbs},
-    {"direct_write", "MB/s", &bench::Figures::direct_write_mbs, true},
-    {"direct_read", "MB/s", &bench::Figures::direct_read_mbs, true},
+    {"seq_write", "MB/s", &bench::Figures::seq_write_mbs, false, true},
+    {"seq_read", "MB/s", &bench::Figures::seq_read_mbs, false, true},
+    {"direct_write", "MB/s", &bench::Figures::direct_write_mbs, true, true},
+    {"direct_read", "MB/s", &bench::Figures::direct_read_mbs, true, true},
     {"dl_write_100k", "files/s", &bench::Figures::dl_write_files_s},
     {"dl_read_100k", "files/s", &bench::Figures::dl_read_files_s},
     {"create_shared_dir", "ops/s", &bench::Figures::create_shared_s},
@@ -56,10 +57,13 @@ struct System {
     bool dir_is_ours = false;   // --local-dir: used (created, removed) as it is
     std::vector<bench::Figures> rounds;
     bench::Figures figures;     // each figure's median over the rounds
+    bool seq_only = false;      // ran --seq-only
 };
 
 // Whether a system ran a row's workload (O_DIRECT is for POSIX systems).
-bool measured(const System& s, const Row& r) { return !(r.posix_only && s.libpfs); }
+bool measured(const System& s, const Row& r) {
+    return !(r.posix_only && s.libpfs) && (r.sequential || !s.seq_only);
+}
 
 // The median of each figure over a system's rounds: one slow round (a noisy
 // neighbour, a journal commit) does not decide a ratio.
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
          "concurrent workers for the metadata workload (0: as many as --threads)")
         ("rounds", po::value<int>()->default_value(1),
          "run every system this many times, interleaved, and report each figure's median")
+        ("seq-only", po::bool_switch(), "only the sequential workloads (buffered and O_DIRECT streams)")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
@@ -247,6 +252,7 @@ int main(int argc, char** argv) {
     w.meta_files_per_thread = options.get<int>("meta-files");
     w.meta_threads = options.get<int>("meta-threads");
     w.drop_caches = options.get<bool>("drop-caches");
+    w.seq_only = options.get<bool>("seq-only");
     if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
         return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
     if (w.meta_threads < 0 || w.meta_threads > 1024) return usage_error("--meta-threads must be 0..1024");
@@ -271,6 +277,7 @@ int main(int argc, char** argv) {
         systems.push_back({"pfs", options.get<std::string>("pfs-dir"), true, false, {}, {}});
         systems.push_back({"local", options.get<std::string>("local-dir"), false, true, {}, {}});
     }
+    for (auto& s : systems) s.seq_only = w.seq_only;
     const System* base = nullptr;
     for (const auto& s : systems)
         if (s.name == (baseline.empty() ? "local" : baseline)) base = &s;

@@ -77,6 +77,10 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     });
     if (!t) co_return t.error();
     f.seq_read_mbs = w.threads * w.seq_mib_per_thread / *t;
+    if (w.seq_only) {
+        for (int i = 0; i < w.threads; ++i) TRY(fs.unlink(dir + "/seq" + std::to_string(i)));
+        co_return f;
+    }
 
     // (b) deep-learning reads: 100 KiB files, whole, random order.
     Bytes image(100 << 10, 'i');

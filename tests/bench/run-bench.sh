@@ -10,7 +10,10 @@
 # runs three rounds (each figure their median), the metadata workload with
 # 32 concurrent workers and, as root, drops the kernel's caches before every
 # read and stat phase (data sets larger than memory); options given replace
-# those.
+# those. Without options it then compares the storage servers with one
+# thread and with one per core (--threads): the sequential streams of 4
+# workers x 256 MiB, the cluster started afresh for each run, three rounds
+# interleaved (build/bench-threads.json).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
@@ -18,15 +21,57 @@ export PFS_LOCAL_DIR=${PFS_BENCH_DIR:-/tmp/pfs-bench}
 export PFS_BUILD=$build
 export PFS_LOCAL_DIRECT_IO=${PFS_BENCH_DIRECT_IO:-true}
 args=("${@:2}")
+defaults=0
+drop=()
+[ "$(id -u)" -ne 0 ] || drop=(--drop-caches)
 if [ ${#args[@]} -eq 0 ]; then
-  args=(--meta-threads 32 --rounds 3)
-  [ "$(id -u)" -ne 0 ] || args+=(--drop-caches)
+  defaults=1
+  args=(--meta-threads 32 --rounds 3 "${drop[@]}")
 fi
-"$top/utils/pfs-local" stop > /dev/null 2>&1 || true
-rm -rf "$PFS_LOCAL_DIR"
+
+fresh_cluster() {
+  "$top/utils/pfs-local" stop > /dev/null 2>&1 || true
+  rm -rf "$PFS_LOCAL_DIR"
+  "$top/utils/pfs-local" start > /dev/null
+}
+bench() {
+  "$build/tests/bench/pfs-bench" --config /dev/null --auth-file "$PFS_LOCAL_DIR/etc/auth.secret" \
+    --mgmtd 127.0.0.1 --local-dir "$PFS_LOCAL_DIR/localfs" "$@"
+}
 trap '"$top/utils/pfs-local" stop > /dev/null 2>&1 || true' EXIT
-"$top/utils/pfs-local" start > /dev/null
-"$build/tests/bench/pfs-bench" --config /dev/null --auth-file "$PFS_LOCAL_DIR/etc/auth.secret" \
-  --mgmtd 127.0.0.1 --local-dir "$PFS_LOCAL_DIR/localfs" --json-out "$build/bench-results.json" \
-  --note "storage direct-io = $PFS_LOCAL_DIRECT_IO" "${args[@]}"
+fresh_cluster
+bench --json-out "$build/bench-results.json" --note "storage direct-io = $PFS_LOCAL_DIRECT_IO" "${args[@]}"
 echo "results: $build/bench-results.json"
+[ "$defaults" = 1 ] || exit 0
+
+cores=$(nproc)
+if [ "$cores" -lt 2 ]; then
+  echo "storage threads: one core here, nothing to compare"
+  exit 0
+fi
+runs=$build/bench-threads
+rm -rf "$runs" && mkdir -p "$runs"
+for round in 1 2 3; do
+  for threads in 1 "$cores"; do
+    echo "storage threads $threads, round $round of 3" >&2
+    PFS_LOCAL_STORAGE_THREADS=$threads fresh_cluster
+    bench --seq-only --threads 4 --seq-mib 256 "${drop[@]}" \
+      --note "storage threads = $threads" --json-out "$runs/t$threads-r$round.json" > /dev/null
+  done
+done
+python3 - "$runs" "$cores" "$build/bench-threads.json" <<'PY'
+import json, pathlib, statistics, sys
+runs, cores, out = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def median(threads, row, system):
+    return statistics.median(json.loads(p.read_text())["results"][row][system]
+                             for p in sorted(runs.glob(f"t{threads}-r*.json")))
+summary = {"storage_threads": [1, cores], "unit": "MB/s", "rows": {}}
+print(f"storage threads (4 workers x 256 MiB, median of 3 interleaved rounds)")
+print(f"{'workload':<12} {'1 thread':>10} {f'{cores} threads':>11} {'ratio':>7} {'local':>8} {'N/local':>8}")
+for row in ("seq_write", "seq_read"):
+    one, many, local = median(1, row, "pfs"), median(cores, row, "pfs"), median(cores, row, "local")
+    summary["rows"][row] = {"1": one, str(cores): many, "local": local}
+    print(f"{row:<12} {one:>10.0f} {many:>11.0f} {many / one:>6.2f}x {local:>8.0f} {many / local:>7.2f}x")
+pathlib.Path(out).write_text(json.dumps(summary, indent=2) + "\n")
+print(f"results: {out}")
+PY
