@@ -2,14 +2,16 @@
 // payload is charged before it is read, and returned once its reply is on
 // its way, so what peers can make a server hold is bounded however many
 // connect and whatever lengths they claim. Waiters are served in order
-// (no large request starves behind small ones). One executor only.
+// (no large request starves behind small ones). Safe from several event
+// loops at once: a waiter is woken on its own executor.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <optional>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "asio.hpp"
 
@@ -17,7 +19,7 @@ namespace pfs {
 
 class ByteBudget {
 public:
-    ByteBudget(asio::any_io_executor ex, size_t limit);
+    explicit ByteBudget(size_t limit);
 
     // Bytes charged until it dies (or is released).
     class Lease {
@@ -43,16 +45,16 @@ public:
                                                        std::chrono::steady_clock::time_point::max());
 
     size_t limit() const { return limit_; }
-    size_t used() const { return used_; }
-    size_t waiting() const { return waiters_.size(); }
+    size_t used() const;
+    size_t waiting() const;
 
 private:
     struct Waiter;
     void give_back(size_t n);
-    void grant();
+    void grant();  // with mu_ held
 
-    asio::any_io_executor ex_;
-    size_t limit_;
+    const size_t limit_;
+    mutable std::mutex mu_;  // used_, waiters_, each waiter's granted
     size_t used_ = 0;
     std::deque<std::shared_ptr<Waiter>> waiters_;
 };

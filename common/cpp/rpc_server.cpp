@@ -29,7 +29,7 @@ RpcServer::RpcServer(asio::io_context& io, ServerConfig config, auth::Secret sec
       secret_(std::move(secret)),
       acceptor_(io),
       loops_{io.get_executor()},
-      budgets_{std::make_shared<ByteBudget>(io.get_executor(), config_.request_memory)} {
+      budget_(std::make_shared<ByteBudget>(config_.request_memory)) {
     handle(PFS_MSG_PING, [this](Request&) -> awaitable<Reply> {
         pfs_ping_reply pong{node_id_, node_type_};
         co_return Reply::ok(*encode(pfs_x_ping_reply, pong));
@@ -94,15 +94,6 @@ void RpcServer::set_identity(uint32_t node_id, uint16_t node_type) {
 
 void RpcServer::spread_over(WorkerLoops& loops) {
     for (unsigned i = 0; i < loops.size(); ++i) loops_.push_back(loops.executor(i));
-    // Each loop's budget waits on its own executor: the memory is split.
-    const size_t share = std::max<size_t>(config_.request_memory / loops_.size(), 1);
-    budgets_.clear();
-    for (const auto& ex : loops_) budgets_.push_back(std::make_shared<ByteBudget>(ex, share));
-}
-
-const std::shared_ptr<ByteBudget>& RpcServer::budget() const {
-    const unsigned loop = WorkerLoops::current();
-    return loop < budgets_.size() ? budgets_[loop] : budgets_.front();
 }
 
 size_t RpcServer::unauthenticated() const {
@@ -196,12 +187,13 @@ void RpcServer::take(std::shared_ptr<Channel> conn) {
 
 size_t RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
     const std::string& host = conn->peer_address();
-    std::lock_guard lock(unauth_mu_);
+    std::vector<std::shared_ptr<Channel>> to_close;
+    std::unique_lock lock(unauth_mu_);
     const uint64_t before = evictions_;
     // The oldest handshake has had the longest to finish: it makes room,
-    // among those of the same address first. It is closed on its own loop.
-    auto evict = [this](UnauthList::iterator it) {
-        if (auto c = it->conn.lock()) asio::dispatch(c->executor(), [c] { c->close(); });
+    // among those of the same address first.
+    auto evict = [this, &to_close](UnauthList::iterator it) {
+        if (auto c = it->conn.lock()) to_close.push_back(std::move(c));
         if (--unauthenticated_per_host_[it->host] == 0) unauthenticated_per_host_.erase(it->host);
         unauthenticated_.erase(it);
     };
@@ -217,7 +209,11 @@ size_t RpcServer::admit_unauthenticated(const std::shared_ptr<Channel>& conn) {
     }
     unauthenticated_.push_back(Unauthenticated{conn, host});
     ++unauthenticated_per_host_[host];
-    return evictions_ == before ? 0 : evictions_;
+    const uint64_t evicted = evictions_ == before ? 0 : evictions_;
+    lock.unlock();
+    // Each on its own loop, and not under the lock.
+    for (auto& c : to_close) asio::dispatch(c->executor(), [c] { c->close(); });
+    return evicted;
 }
 
 void RpcServer::forget_unauthenticated(const std::shared_ptr<Channel>& conn) {
@@ -292,7 +288,7 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
                                   " ms";
     // The wait for memory counts: a peer that claims a payload and never
     // sends it holds the budget no longer than frame_timeout.
-    auto granted = co_await ByteBudget::acquire(budget(), header->payload_len, until);
+    auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
     if (!granted) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory)"};
     held.payload = std::move(*granted);
     Channel::Deadline deadline(conn.shared_from_this(),
@@ -306,7 +302,7 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
     // Bulk data the frame did not bring (RDMA) is charged, then fetched,
     // under the same deadline.
     if (size_t more = conn.bulk_to_fetch(*frame)) {
-        auto bulk = co_await ByteBudget::acquire(budget(), more, until);
+        auto bulk = co_await ByteBudget::acquire(budget_, more, until);
         if (!bulk) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory for its bulk data)"};
         held.bulk = std::move(*bulk);
         auto fetched = co_await conn.fetch_bulk(*frame);

@@ -88,17 +88,16 @@ public:
     void handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by = std::nullopt);
     // What PING and GET_STATS answer.
     void set_identity(uint32_t node_id, uint16_t node_type);
-    // New TCP connections go to the main loop and each of loops in turn,
-    // each with its share of request_memory (RDMA ones stay on the main
-    // loop). Before start(); loops must outlive the server.
+    // New TCP connections go to the main loop and each of loops in turn
+    // (RDMA ones stay on the main loop); all share one request memory.
+    // Before start(); loops must outlive the server.
     void spread_over(WorkerLoops& loops);
     // Every type that saw a request, ascending (GET_STATS is not counted).
     std::vector<MsgStats> stats() const;
     std::chrono::milliseconds uptime() const;
     size_t connections() const { return *connections_; }
     size_t unauthenticated() const;
-    // The main loop's share of the request memory.
-    const ByteBudget& request_memory() const { return *budgets_.front(); }
+    const ByteBudget& request_memory() const { return *budget_; }
 
     // Binds and starts accepting (TCP, then RDMA on each of its
     // addresses); returns the bound port.
@@ -135,8 +134,6 @@ private:
     // returns how many it closed.
     size_t admit_unauthenticated(const std::shared_ptr<Channel>& conn);
     void forget_unauthenticated(const std::shared_ptr<Channel>& conn);
-    // The budget of the loop this runs on.
-    const std::shared_ptr<ByteBudget>& budget() const;
     awaitable<void> serve(std::shared_ptr<Channel> conn);
     // The next request, its payload charged to the budget (lease), its
     // groups block taken off (groups).
@@ -171,7 +168,7 @@ private:
     // Where new TCP connections go: the main loop, then the workers'.
     std::vector<asio::any_io_executor> loops_;
     size_t next_loop_ = 0;
-    std::vector<std::shared_ptr<ByteBudget>> budgets_;  // one per loop, same order
+    std::shared_ptr<ByteBudget> budget_;  // every loop's
     std::atomic<uint32_t> node_id_ = 0;
     std::atomic<uint16_t> node_type_ = PFS_NODE_MGMT;
 };

@@ -1,5 +1,6 @@
 #include "server_main.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <thread>
@@ -17,6 +18,16 @@ std::string host_name() {
     char buf[256] = {};
     if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
     return buf;
+}
+
+// The cores this process may run on (its affinity, as a container's
+// cpuset sets it), not every core of the machine.
+unsigned usable_cores() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return static_cast<unsigned>(CPU_COUNT(&set));
+    return std::max(1u, std::thread::hardware_concurrency());
 }
 
 std::vector<std::filesystem::path> split_targets(const std::vector<std::string>& values) {
@@ -109,7 +120,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     }
     config->rdma_addresses = *rdma;
     unsigned threads = spec.threaded ? options.get<unsigned>("threads") : 1;
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    if (threads == 0) threads = usable_cores();
     if (threads > 1024) {
         log::error("--threads: at most 1024");
         return 2;
@@ -151,6 +162,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     // while the parts they point into live; the parts, the agent and the
     // server then close their sockets, and the loops go last.
     loops.halt();
+    if (context.after_stop) context.after_stop();
     loops.shutdown();
     io.shutdown();
     return 0;

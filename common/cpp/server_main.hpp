@@ -42,6 +42,10 @@ struct DaemonContext {
     // Work to finish on SIGINT/SIGTERM before the loop stops (at most a
     // few seconds); install may set it.
     std::function<awaitable<void>()> before_stop = {};
+    // Once every loop stopped, before what they had pending is destroyed:
+    // joins helper threads that hand work back to the loops (install may
+    // set it).
+    std::function<void()> after_stop = {};
 };
 
 // What a daemon builds at install (its service, stores, clients), kept until

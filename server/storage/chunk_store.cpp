@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <charconv>
 #include <climits>
 #include <cstdio>
@@ -149,8 +150,11 @@ ChunkStore::ChunkStore(std::vector<Uring*> rings, std::filesystem::path dir_path
       cache_(options.max_open_files) {}
 
 Uring& ChunkStore::ring() const {
-    const unsigned loop = WorkerLoops::current();
-    return *rings_[loop < rings_.size() ? loop : 0];
+    // A store of one ring serves one loop, whichever; a store of several
+    // is used only from the loops they were made for.
+    const unsigned loop = rings_.size() == 1 ? 0 : WorkerLoops::current();
+    assert(loop < rings_.size());
+    return *rings_[loop];
 }
 
 size_t ChunkStore::open_files() const {

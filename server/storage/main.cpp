@@ -52,10 +52,12 @@ int main(int argc, char** argv) {
         // Not a coroutine itself: the lambda may be gone before the work ends.
         // The worker loops halt first: no write is acknowledged after the
         // targets were synced for the clean stop.
-        ctx.before_stop = [service = *service, &loops = ctx.loops] {
+        ctx.before_stop = [service = *service, &loops = ctx.loops, &server] {
+            server.stop();
             loops.halt();
             return service->stop_cleanly();
         };
+        ctx.after_stop = [service = *service] { service->join_helpers(); };
         return pfs::DaemonParts{};
     };
     return pfs::run_server_daemon(spec, argc, argv, install);

@@ -44,6 +44,12 @@ struct StorageService::Target {
     std::unique_ptr<ChunkStore> store;
     std::atomic<uint32_t> id{0};             // the agent's, as of the last refresh_ids
     std::atomic<bool> reported_full{false};  // ENOSPC is logged once per episode, not per request
+
+    // After a write or a freeing succeeded. Written only when it changes:
+    // every loop's writes pass here, the cache line stays shared.
+    void room_again() {
+        if (reported_full.load(std::memory_order_relaxed)) reported_full.store(false, std::memory_order_relaxed);
+    }
 };
 
 Result<std::shared_ptr<StorageService>> StorageService::create(const std::vector<AgentTarget>& targets,
@@ -52,13 +58,15 @@ Result<std::shared_ptr<StorageService>> StorageService::create(const std::vector
     // The registered buffers are pinned memory: the loops share them out
     // rather than each pinning the whole amount.
     const size_t rings = size_t{options.worker_loops} + 1;
-    const size_t buffers_each = (options.fixed_buffers + rings - 1) / rings;
     std::vector<Uring*> ring_of_loop;
     for (size_t i = 0; i < rings; ++i) {
         auto ring = Uring::create(options.ring);
         if (!ring) return ring.error();
-        if (buffers_each > 0) {
-            auto pool = BufferPool::create(buffers_each, options.fixed_buffer_size);
+        // fixed_buffers in all, the first rings one more where they do not
+        // divide evenly (more loops than buffers: some loops have none).
+        const size_t buffers = options.fixed_buffers / rings + (i < options.fixed_buffers % rings ? 1 : 0);
+        if (buffers > 0) {
+            auto pool = BufferPool::create(buffers, options.fixed_buffer_size);
             Status st = pool ? (*ring)->register_buffers(std::move(*pool)) : Status(pool.error());
             if (!st) log::warn("running without registered I/O buffers", {{"reason", st.error().message}});
         }
@@ -90,8 +98,10 @@ void StorageService::refresh_ids() {
 
 StorageService::~StorageService() {
     // A listing under way finishes first: it reads the stores' directories.
-    lister_->join();
+    join_helpers();
 }
+
+void StorageService::join_helpers() { lister_->join(); }
 
 void StorageService::install(RpcServer& server) {
     using Method = awaitable<Reply> (StorageService::*)(Request&);
@@ -147,7 +157,7 @@ awaitable<Reply> StorageService::write(Request& req) {
     if (!target) co_return unknown_target(w->io.chunk.target_id);
     auto done = co_await target->store->write(w->io.chunk.file, w->io.offset, w->data);
     if (!done) co_return failed(*target, done.error());
-    target->reported_full = false;
+    target->room_again();
     co_return encoded(pfs_x_chunk_written, pfs_chunk_written{static_cast<uint32_t>(*done), target->store->verifier()});
 }
 
@@ -193,7 +203,7 @@ awaitable<Reply> StorageService::unlink(Request& req) {
     if (!target) co_return unknown_target(ref->target_id);
     auto st = co_await target->store->unlink(ref->file);
     if (!st) co_return failed(*target, st.error());
-    target->reported_full = false;  // space was freed
+    target->room_again();  // space was freed
     co_return Reply::ok();
 }
 
@@ -209,7 +219,7 @@ awaitable<Reply> StorageService::unlink_many(Request& req) {
         if (!st && first) first = st;
     }
     if (!first) co_return failed(*target, first.error());
-    target->reported_full = false;  // space was freed
+    target->room_again();  // space was freed
     co_return Reply::ok();
 }
 
@@ -230,7 +240,7 @@ awaitable<Reply> StorageService::fallocate(Request& req) {
     if (!target) co_return unknown_target(m->chunk.target_id);
     auto st = co_await target->store->fallocate(m->chunk.file, m->mode, m->offset, m->length);
     if (!st) co_return failed(*target, st.error());
-    if (m->mode & PFS_FALLOC_PUNCH_HOLE) target->reported_full = false;  // space was freed
+    if (m->mode & PFS_FALLOC_PUNCH_HOLE) target->room_again();  // space was freed
     co_return Reply::ok();
 }
 
@@ -261,7 +271,7 @@ awaitable<Reply> StorageService::copy(Request& req) {
         },
         asio::use_awaitable);
     if (!*copied) co_return failed(*target, copied->error());
-    target->reported_full = false;
+    target->room_again();
     co_return encoded(pfs_x_chunk_written, pfs_chunk_written{c.length, target->store->verifier()});
 }
 

@@ -50,6 +50,9 @@ public:
     // SIGTERM: every target's data to disk, its write verifier kept for
     // the next start (write_verifier.hpp).
     awaitable<void> stop_cleanly();
+    // Waits for the helper thread's work (listings, copies) to end: before
+    // the loops it hands results back to are shut down.
+    void join_helpers();
 
     awaitable<Reply> write(Request& req);
     awaitable<Reply> read(Request& req);

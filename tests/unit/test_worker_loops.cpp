@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "byte_budget.hpp"
 #include "chunk_store_fixture.hpp"
 #include "rpc_client.hpp"
 #include "rpc_server.hpp"
@@ -185,4 +186,60 @@ TEST_CASE("chunks: one store used from several loops at once, each through its r
     CHECK_FALSE(std::filesystem::exists(dir.path() / ChunkStore::chunk_path(entry(1000))));
     loops.halt();
     loops.shutdown();
+}
+
+TEST_CASE("byte budget: loops share one budget, never exceed it, and all get their turn", "[loops]") {
+    WorkerLoops loops(3);
+    auto budget = std::make_shared<ByteBudget>(10);
+    std::atomic<bool> exceeded{false};
+    std::vector<std::promise<size_t>> done(loops.size());
+    for (unsigned l = 0; l < loops.size(); ++l) {
+        asio::co_spawn(
+            loops.executor(l),
+            [&, l]() -> awaitable<size_t> {
+                size_t granted = 0;
+                std::mt19937 rng(l);
+                for (int i = 0; i < 300; ++i) {
+                    const size_t n = 1 + rng() % 6;
+                    auto lease = co_await ByteBudget::acquire(budget, n);
+                    if (!lease || lease->bytes() != n) co_return granted;
+                    if (budget->used() > budget->limit()) exceeded = true;
+                    ++granted;
+                    // Held across a turn of the loop, so the others wait for it.
+                    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+                }
+                co_return granted;
+            },
+            [&done, l](std::exception_ptr e, size_t granted) {
+                if (e) done[l].set_exception(e);
+                else done[l].set_value(granted);
+            });
+    }
+    for (auto& d : done) {
+        auto f = d.get_future();
+        REQUIRE(f.wait_for(60s) == std::future_status::ready);
+        CHECK(f.get() == 300);
+    }
+    CHECK_FALSE(exceeded);
+    CHECK(budget->used() == 0);
+    CHECK(budget->waiting() == 0);
+    loops.halt();
+    loops.shutdown();
+}
+
+TEST_CASE("byte budget: a wait past its deadline gives up and leaves the queue", "[loops]") {
+    asio::io_context io;
+    auto budget = std::make_shared<ByteBudget>(8);
+    run_coro(io, [&]() -> awaitable<void> {
+        auto all = co_await ByteBudget::acquire(budget, 8);
+        REQUIRE(all);
+        auto late = co_await ByteBudget::acquire(budget, 1, std::chrono::steady_clock::now() + 50ms);
+        CHECK_FALSE(late);
+        CHECK(budget->waiting() == 0);
+        all->release();
+        CHECK(budget->used() == 0);
+        auto now = co_await ByteBudget::acquire(budget, 3);
+        REQUIRE(now);
+        CHECK(budget->used() == 3);
+    });
 }
