@@ -31,6 +31,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
+# shellcheck source=SCRIPTDIR/node-root.sh
+. "$here/node-root.sh"
 work=$top/build/install-test
 guest_dir=$top/build/kernel-guest
 full=0
@@ -114,31 +116,13 @@ rm -rf "$debs/both"
 
 kdir=$("$top/tests/kernel/guest-prepare.sh" --dir "$guest_dir" --quiet) || die "guest-prepare.sh failed"
 kver=$(basename "$kdir")
-layer=$work/layer
-rm -rf "$layer"
-# The guest kernel's modules, linked (not copied) from the unpacked image,
-# where /lib/modules really is (a directory /lib in the layer would hide a
-# merged-/usr system's /lib -> usr/lib).
-modules=$layer/root$(realpath -m /lib/modules)/$kver
-mkdir -p "$modules" "$layer/work" "$layer/merged"
-cp -al "$kdir/root/lib/modules/$kver/kernel" "$modules/"
-cp "$kdir/root/lib/modules/$kver"/modules.* "$modules/"
 [ -e "/lib/modules/$kver/build" ] || die "no headers for $kver here (/lib/modules/$kver/build)"
+layer=$work/layer
+node_layer "$layer" "$kdir" "$kver"
 
 say "installing $version into the node's root (chroot; DKMS builds pfs.ko for $kver)"
 start=$SECONDS
-unshare -m --propagation private bash -euo pipefail -s -- "$layer" "$work/repo-$version" > "$work/install.log" 2>&1 <<'ROOT' ||
-layer=$1 repo=$2
-m=$layer/merged
-mount -t overlay -o "lowerdir=/,upperdir=$layer/root,workdir=$layer/work" node "$m"
-mount -t proc proc "$m/proc"
-mount --rbind /sys "$m/sys"
-mount --rbind /dev "$m/dev"
-# No /run/systemd/system in the chroot: the maintainer scripts see no
-# running systemd and start nothing here. (/tmp stays: a checkout, and so
-# the repository, may be there.)
-mount -t tmpfs tmpfs "$m/run"
-chroot "$m" /bin/bash -euo pipefail -s -- "$repo" <<'NODE'
+in_node_root "$layer" "$work/repo-$version" > "$work/install.log" 2>&1 <<'NODE' ||
 repo=$1
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 install -D -m 0644 "$repo/pfs-archive-keyring.gpg" /etc/apt/keyrings/pfs-archive-keyring.gpg
@@ -150,7 +134,6 @@ apt-get update -o Dir::Etc::sourcelist=sources.list.d/pfs.list -o Dir::Etc::sour
 apt-get install -y pfs-mgmtd pfs-meta pfs-storage pfs-utils pfs-client-dkms < /dev/null
 dkms status < /dev/null
 NODE
-ROOT
 	{ cat "$work/install.log" >&2; die "apt-get install in the node's root failed"; }
 sed 's/^/  node: /' "$work/install.log" | grep -E 'Setting up|Building|dkms|pfs/|Done|signed-by|Get:' >&2 || true
 say "installed in $((SECONDS - start)) s"
