@@ -376,6 +376,15 @@ void RpcServer::answer(Channel& conn, const Frame& request, Reply reply, Counter
     }
 }
 
+awaitable<Reply> RpcServer::run_handler(const Route& route, Request& req) {
+    if (!handler_loop_ || *handler_loop_ == req.conn->executor()) co_return co_await route.handler(req);
+    // Over there and back; the handler is called there too (it may do work
+    // before its first suspension), and req and route outlive the hop: this
+    // frame waits for it.
+    auto call = [](const Handler& handler, Request& r) -> awaitable<Reply> { co_return co_await handler(r); };
+    co_return co_await asio::co_spawn(*handler_loop_, call(route.handler, req), asio::use_awaitable);
+}
+
 awaitable<void> RpcServer::dispatch(std::shared_ptr<Channel> conn, Frame frame, std::vector<uint32_t> groups,
                                     std::shared_ptr<ConnState> state, Held held) {
     Reply reply;
@@ -385,7 +394,7 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Channel> conn, Frame frame, 
     } else {
         try {
             Request req{frame, conn, state->role, std::move(groups)};
-            reply = co_await it->second.handler(req);
+            reply = co_await run_handler(it->second, req);
         } catch (const std::exception& e) {
             log::error("request handler failed", {{"type", pfs_msg_name(frame.header.type)}, {"error", e.what()}});
             reply = Reply::fail(PFS_E_INTERNAL, "internal server error");

@@ -17,7 +17,9 @@
 //
 // Spread over worker loops (spread_over), each TCP connection is served on
 // one of them, its handlers included: they may then run on several threads
-// at once, and must be safe to.
+// at once, and must be safe to, unless handlers_on names the one loop they
+// run on. A handler that sends on its connection (or any other) from a loop
+// not the connection's posts the send there (Channel::executor()).
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -92,6 +95,11 @@ public:
     // (RDMA ones stay on the main loop); all share one request memory.
     // Before start(); loops must outlive the server.
     void spread_over(WorkerLoops& loops);
+    // Every handler runs on ex, whichever loop its connection is on: the
+    // connection's loop reads, checks and decodes the frame, ex runs the
+    // handler, the connection's loop sends the reply. For a service whose
+    // state belongs to one loop. Before start().
+    void handlers_on(asio::any_io_executor ex) { handler_loop_ = std::move(ex); }
     // Every type that saw a request, ascending (GET_STATS is not counted).
     std::vector<MsgStats> stats() const;
     std::chrono::milliseconds uptime() const;
@@ -147,6 +155,8 @@ private:
     // Why the connection may not send this request, if it may not.
     std::optional<Reply> refusal(const ConnState& state, const pfs_header& header) const;
     Reply bind_client(ConnState& state, const Frame& frame) const;
+    // Runs the request's handler, on handler_loop_ if set.
+    awaitable<Reply> run_handler(const Route& route, Request& req);
     awaitable<void> dispatch(std::shared_ptr<Channel> conn, Frame frame, std::vector<uint32_t> groups,
                              std::shared_ptr<ConnState> state, Held held);
     void answer(Channel& conn, const Frame& request, Reply reply, Counters* counters);
@@ -168,6 +178,7 @@ private:
     // Where new TCP connections go: the main loop, then the workers'.
     std::vector<asio::any_io_executor> loops_;
     size_t next_loop_ = 0;
+    std::optional<asio::any_io_executor> handler_loop_;  // where every handler runs, if set
     std::shared_ptr<ByteBudget> budget_;  // every loop's
     std::atomic<uint32_t> node_id_ = 0;
     std::atomic<uint16_t> node_type_ = PFS_NODE_MGMT;

@@ -73,7 +73,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         ("rdma-interfaces", po::value<std::string>()->default_value("auto"),
          "network interfaces whose IPv4 addresses serve RDMA too, comma-separated (e.g. ib0,ib1); "
          "auto: every interface that backs an RDMA device; none: TCP only");
-    if (spec.threaded)
+    if (spec.loops != ServerDaemon::Loops::one)
         options.add()("threads", po::value<unsigned>()->default_value(0),
                       "event loops serving connections, each on a thread of its own (0: one per core); "
                       "a connection stays on one of them");
@@ -119,7 +119,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
         return 2;
     }
     config->rdma_addresses = *rdma;
-    unsigned threads = spec.threaded ? options.get<unsigned>("threads") : 1;
+    unsigned threads = spec.loops != ServerDaemon::Loops::one ? options.get<unsigned>("threads") : 1;
     if (threads == 0) threads = usable_cores();
     if (threads > 1024) {
         log::error("--threads: at most 1024");
@@ -130,6 +130,7 @@ int run_server_daemon(const ServerDaemon& spec, int argc, char** argv, const Ins
     WorkerLoops loops(threads - 1);
     RpcServer server(io, *config, *secret);
     server.spread_over(loops);
+    if (spec.loops == ServerDaemon::Loops::handlers_on_main) server.handlers_on(io.get_executor());
     auto port = server.start();
     if (!port) {
         log::error(port.error().message);

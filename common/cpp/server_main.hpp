@@ -24,9 +24,13 @@ struct ServerDaemon {
     // traffic yes; bulk data only where the client asks (it costs a hash
     // of every byte).
     bool frame_macs;
-    // Whether it takes --threads: its handlers are safe on several loops
-    // at once (RpcServer::spread_over).
-    bool threaded;
+    // How it uses the cores (--threads unless `one`).
+    enum class Loops {
+        one,           // everything on the main loop
+        every_core,    // connections and their handlers on every loop: the handlers are safe on several at once
+        handlers_on_main,  // connections (handshake, framing, MACs, replies) on every loop, handlers on the
+                           // main one: the daemon's state belongs to that loop
+    } loops;
     // The daemon's own options, besides the common ones (optional).
     std::function<void(Options&)> add_options = {};
 };
@@ -38,7 +42,7 @@ struct DaemonContext {
     const auth::Secret& secret;
     std::filesystem::path state_dir;
     const Options& options;  // parsed: the daemon's own options among them
-    WorkerLoops& loops;      // besides the main loop (none unless threaded)
+    WorkerLoops& loops;      // besides the main loop (none unless spec.loops says)
     // Work to finish on SIGINT/SIGTERM before the loop stops (at most a
     // few seconds); install may set it.
     std::function<awaitable<void>()> before_stop = {};

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -90,7 +91,7 @@ private:
     std::unique_ptr<auth::FrameMac> mac_;
     std::array<uint8_t, PFS_HEADER_SIZE> raw_header_{};  // of the frame being read
     std::deque<Outgoing> queue_;
-    size_t queued_bytes_ = 0;
+    std::atomic<size_t> queued_bytes_{0};  // read from other loops (the backlog check of a notice)
     bool writing_ = false;
     bool close_when_sent_ = false;
     // Received and not yet taken: read_[read_pos_, read_end_).

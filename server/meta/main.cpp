@@ -145,7 +145,8 @@ void add_meta_options(Options& options) {
 
 int main(int argc, char** argv) {
     const ServerDaemon spec{"pfs-meta", "PFS metadata server.", PFS_NODE_META, PFS_DEFAULT_META_PORT,
-                            "/var/lib/pfs/meta", false, true, false, add_meta_options};
+                            "/var/lib/pfs/meta", false, true, ServerDaemon::Loops::handlers_on_main,
+                            add_meta_options};
     bool failed = false;
     auto install = [&failed](RpcServer& server, NodeAgent& agent, DaemonContext& ctx) -> Result<DaemonParts> {
         auto meta = std::make_shared<MetaServer>(&failed);

@@ -42,16 +42,23 @@ void Service::changed(const Request& req, std::span<const pfs_entry_id> ids) {
 // A client whose connection is gone saw it go, and with it the notices it
 // would have carried (pfs.ko then trusts no name it cached): it is owed
 // nothing. One whose connection is open but too far behind is.
+//
+// The connection may be served on another loop (--threads): the notice is
+// sent there, queued behind what this loop handed it before (so ahead of
+// the reply to the request being handled here) and dropped if the
+// connection closed meanwhile.
 Service::Notice Service::notify(uint64_t client, uint16_t type, Bytes body) {
     auto it = notice_conns_.find(client);
     if (it == notice_conns_.end()) return Notice::no_connection;
     auto conn = it->second.lock();
-    if (!conn || !conn->is_open()) return Notice::no_connection;
+    if (!conn) return Notice::no_connection;
     if (conn->queued_bytes() > kNoticeBacklogMax) return Notice::backlog;
     // Named in the header: clients that share connections (libpfs) route by it.
     Frame frame{make_header(type, PFS_FLAG_NOTIFY), std::move(body)};
     frame.header.client_id = client;
-    conn->send(frame);
+    asio::dispatch(conn->executor(), [conn, frame = std::move(frame)] {
+        if (conn->is_open()) conn->send(frame);
+    });
     return Notice::sent;
 }
 

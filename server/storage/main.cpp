@@ -36,8 +36,8 @@ pfs::StorageServiceOptions storage_options(const pfs::Options& options) {
 
 int main(int argc, char** argv) {
     const pfs::ServerDaemon spec{"pfs-storage", "PFS storage server.", PFS_NODE_STORAGE,
-                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, false, true,
-                                 add_storage_options};
+                                 PFS_DEFAULT_STORAGE_PORT, "/var/lib/pfs/storage", true, false,
+                                 pfs::ServerDaemon::Loops::every_core, add_storage_options};
     auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent,
                       pfs::DaemonContext& ctx) -> pfs::Result<pfs::DaemonParts> {
         auto options = storage_options(ctx.options);

@@ -118,22 +118,18 @@ Status drop_caches() {
     return ok_status();
 }
 
-Figures run_local(const std::string& dir, const Workload& w) {
-    namespace fs = std::filesystem;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    Figures f;
+namespace {
 
+// (a) and (b): the streams, then the 100 KiB files.
+void data_workloads(const std::string& dir, const Workload& w, Figures& f) {
+    namespace fs = std::filesystem;
     // (a) a sequential file per thread, 1 MiB requests, through the page
     // cache and then with O_DIRECT (fio's --end_fsync=1 for both writes).
     auto [write_mbs, read_mbs] = sequential(dir + "/seq", w, 0);
     f.seq_write_mbs = write_mbs, f.seq_read_mbs = read_mbs;
     std::tie(write_mbs, read_mbs) = sequential(dir + "/direct", w, O_DIRECT);
     f.direct_write_mbs = write_mbs, f.direct_read_mbs = read_mbs;
-    if (w.seq_only) {
-        fs::remove_all(dir);
-        return f;
-    }
+    if (w.only == Only::sequential) return;
 
     // (b) deep-learning reads: 100 KiB files written by every thread, then
     // read whole in random order.
@@ -164,13 +160,16 @@ Figures run_local(const std::string& dir, const Workload& w) {
         }
     });
     f.dl_read_files_s = w.dl_files / t;
+}
 
+void metadata_workloads(const std::string& dir, const Workload& w, Figures& f) {
+    namespace fs = std::filesystem;
     // (c) metadata: one shared directory, then one per thread.
     fs::create_directories(dir + "/shared");
     auto name = [&](const std::string& d, int tid, int k) { return d + "/f" + std::to_string(tid) + "_" + std::to_string(k); };
     const int workers = w.meta_workers();
     const double n = double(workers) * w.meta_files_per_thread;
-    t = parallel(workers, [&](int tid) {
+    double t = parallel(workers, [&](int tid) {
         for (int k = 0; k < w.meta_files_per_thread; ++k) {
             int fd = ::open(name(dir + "/shared", tid, k).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
             check(fd >= 0, "create");
@@ -209,6 +208,17 @@ Figures run_local(const std::string& dir, const Workload& w) {
         }
     });
     f.create_private_s = n / t;
+}
+
+}  // namespace
+
+Figures run_local(const std::string& dir, const Workload& w) {
+    namespace fs = std::filesystem;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Figures f;
+    if (w.only != Only::metadata) data_workloads(dir, w, f);
+    if (w.only != Only::sequential) metadata_workloads(dir, w, f);
     fs::remove_all(dir);
     return f;
 }

@@ -21,6 +21,9 @@ struct Figures {
     double create_private_s = 0;
 };
 
+// Which workloads a run does.
+enum class Only { all, sequential, metadata };
+
 struct Workload {
     int meta_workers() const { return meta_threads > 0 ? meta_threads : threads; }
 
@@ -36,9 +39,10 @@ struct Workload {
     // dentry and inode caches, so that phase reaches the file system (and,
     // for a network file system, its server) instead of the client's cache.
     bool drop_caches = false;
-    // Only the sequential streams (a) (`--seq-only`: servers compared with
-    // themselves, e.g. by thread count).
-    bool seq_only = false;
+    // Only the sequential streams (a) (`--seq-only`) or only the metadata
+    // workload (c) (`--meta-only`): servers compared with themselves, e.g.
+    // by thread count.
+    Only only = Only::all;
 };
 
 // sync, then `echo 3 > /proc/sys/vm/drop_caches` (root only).

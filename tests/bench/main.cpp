@@ -27,26 +27,29 @@ using nlohmann::json;
 
 namespace {
 
+// Which workload a row belongs to (--seq-only and --meta-only run one).
+enum class Kind { sequential, small_files, metadata };
+
 struct Row {
     const char* name;
     const char* unit;
     double bench::Figures::*field;
+    Kind kind;
     bool posix_only = false;
-    bool sequential = false;  // run by --seq-only too
 };
 
 const Row kRows[] = {
-    {"seq_write", "MB/s", &bench::Figures::seq_write_mbs, false, true},
-    {"seq_read", "MB/s", &bench::Figures::seq_read_mbs, false, true},
-    {"direct_write", "MB/s", &bench::Figures::direct_write_mbs, true, true},
-    {"direct_read", "MB/s", &bench::Figures::direct_read_mbs, true, true},
-    {"dl_write_100k", "files/s", &bench::Figures::dl_write_files_s},
-    {"dl_read_100k", "files/s", &bench::Figures::dl_read_files_s},
-    {"create_shared_dir", "ops/s", &bench::Figures::create_shared_s},
-    {"stat_shared_dir", "ops/s", &bench::Figures::stat_shared_s},
-    {"list_stat_shared_dir", "entries/s", &bench::Figures::list_stat_shared_s},
-    {"unlink_shared_dir", "ops/s", &bench::Figures::unlink_shared_s},
-    {"create_dir_per_worker", "ops/s", &bench::Figures::create_private_s},
+    {"seq_write", "MB/s", &bench::Figures::seq_write_mbs, Kind::sequential},
+    {"seq_read", "MB/s", &bench::Figures::seq_read_mbs, Kind::sequential},
+    {"direct_write", "MB/s", &bench::Figures::direct_write_mbs, Kind::sequential, true},
+    {"direct_read", "MB/s", &bench::Figures::direct_read_mbs, Kind::sequential, true},
+    {"dl_write_100k", "files/s", &bench::Figures::dl_write_files_s, Kind::small_files},
+    {"dl_read_100k", "files/s", &bench::Figures::dl_read_files_s, Kind::small_files},
+    {"create_shared_dir", "ops/s", &bench::Figures::create_shared_s, Kind::metadata},
+    {"stat_shared_dir", "ops/s", &bench::Figures::stat_shared_s, Kind::metadata},
+    {"list_stat_shared_dir", "entries/s", &bench::Figures::list_stat_shared_s, Kind::metadata},
+    {"unlink_shared_dir", "ops/s", &bench::Figures::unlink_shared_s, Kind::metadata},
+    {"create_dir_per_worker", "ops/s", &bench::Figures::create_private_s, Kind::metadata},
 };
 
 // One column of the table: a file system and how it was driven.
@@ -57,12 +60,18 @@ struct System {
     bool dir_is_ours = false;   // --local-dir: used (created, removed) as it is
     std::vector<bench::Figures> rounds;
     bench::Figures figures;     // each figure's median over the rounds
-    bool seq_only = false;      // ran --seq-only
+    bench::Only only = bench::Only::all;  // --seq-only, --meta-only
 };
 
 // Whether a system ran a row's workload (O_DIRECT is for POSIX systems).
 bool measured(const System& s, const Row& r) {
-    return !(r.posix_only && s.libpfs) && (r.sequential || !s.seq_only);
+    if (r.posix_only && s.libpfs) return false;
+    switch (s.only) {
+    case bench::Only::sequential: return r.kind == Kind::sequential;
+    case bench::Only::metadata: return r.kind == Kind::metadata;
+    case bench::Only::all: break;
+    }
+    return true;
 }
 
 // The median of each figure over a system's rounds: one slow round (a noisy
@@ -235,6 +244,7 @@ int main(int argc, char** argv) {
         ("rounds", po::value<int>()->default_value(1),
          "run every system this many times, interleaved, and report each figure's median")
         ("seq-only", po::bool_switch(), "only the sequential workloads (buffered and O_DIRECT streams)")
+        ("meta-only", po::bool_switch(), "only the metadata workload (create, stat, list, unlink)")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
@@ -252,7 +262,11 @@ int main(int argc, char** argv) {
     w.meta_files_per_thread = options.get<int>("meta-files");
     w.meta_threads = options.get<int>("meta-threads");
     w.drop_caches = options.get<bool>("drop-caches");
-    w.seq_only = options.get<bool>("seq-only");
+    if (options.get<bool>("seq-only") && options.get<bool>("meta-only"))
+        return usage_error("--seq-only and --meta-only exclude each other");
+    w.only = options.get<bool>("seq-only")    ? bench::Only::sequential
+           : options.get<bool>("meta-only") ? bench::Only::metadata
+                                             : bench::Only::all;
     if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
         return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
     if (w.meta_threads < 0 || w.meta_threads > 1024) return usage_error("--meta-threads must be 0..1024");
@@ -277,7 +291,7 @@ int main(int argc, char** argv) {
         systems.push_back({"pfs", options.get<std::string>("pfs-dir"), true, false, {}, {}});
         systems.push_back({"local", options.get<std::string>("local-dir"), false, true, {}, {}});
     }
-    for (auto& s : systems) s.seq_only = w.seq_only;
+    for (auto& s : systems) s.only = w.only;
     const System* base = nullptr;
     for (const auto& s : systems)
         if (s.name == (baseline.empty() ? "local" : baseline)) base = &s;

@@ -49,11 +49,11 @@ Status cold_caches(const Workload& w) { return w.drop_caches ? drop_caches() : o
         if (!st_) co_return st_.error();            \
     } while (0)
 
-awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& dir, const Workload& w) {
-    Figures f;
-    const size_t mib = 1 << 20;
-    TRY(fs.mkdir(dir));
+namespace {
 
+// (a) and (b): the streams, then the 100 KiB files.
+awaitable<Result<Unit>> data_workloads(client::FileSystem& fs, const std::string& dir, const Workload& w, Figures& f) {
+    const size_t mib = 1 << 20;
     // (a) sequential file per worker, 1 MiB requests.
     Bytes block(mib, 'x');
     auto t = co_await parallel(w.threads, [&](int i) -> awaitable<Result<Unit>> {
@@ -77,9 +77,9 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     });
     if (!t) co_return t.error();
     f.seq_read_mbs = w.threads * w.seq_mib_per_thread / *t;
-    if (w.seq_only) {
+    if (w.only == Only::sequential) {
         for (int i = 0; i < w.threads; ++i) TRY(fs.unlink(dir + "/seq" + std::to_string(i)));
-        co_return f;
+        co_return Unit{};
     }
 
     // (b) deep-learning reads: 100 KiB files, whole, random order.
@@ -118,7 +118,11 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     });
     if (!t) co_return t.error();
     f.dl_read_files_s = w.dl_files / *t;
+    co_return Unit{};
+}
 
+awaitable<Result<Unit>> metadata_workloads(client::FileSystem& fs, const std::string& dir, const Workload& w,
+                                           Figures& f) {
     // (c) metadata: one shared directory, then one per worker.
     TRY(fs.mkdir(dir + "/shared"));
     auto name = [](const std::string& d, int tid, int k) {
@@ -136,7 +140,7 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
             co_return Unit{};
         });
     };
-    t = co_await create_in([&](int) { return dir + "/shared"; });
+    auto t = co_await create_in([&](int) { return dir + "/shared"; });
     if (!t) co_return t.error();
     f.create_shared_s = n / *t;
     if (auto st = cold_caches(w); !st) co_return st.error();
@@ -169,6 +173,16 @@ awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& di
     t = co_await create_in([&](int tid) { return dir + "/private" + std::to_string(tid); });
     if (!t) co_return t.error();
     f.create_private_s = n / *t;
+    co_return Unit{};
+}
+
+}  // namespace
+
+awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& dir, const Workload& w) {
+    Figures f;
+    TRY(fs.mkdir(dir));
+    if (w.only != Only::metadata) TRY(data_workloads(fs, dir, w, f));
+    if (w.only != Only::sequential) TRY(metadata_workloads(fs, dir, w, f));
     co_return f;
 }
 

@@ -10,10 +10,11 @@
 # runs three rounds (each figure their median), the metadata workload with
 # 32 concurrent workers and, as root, drops the kernel's caches before every
 # read and stat phase (data sets larger than memory); options given replace
-# those. Without options it then compares the storage servers with one
-# thread and with one per core (--threads): the sequential streams of 4
-# workers x 256 MiB, the cluster started afresh for each run, three rounds
-# interleaved (build/bench-threads.json).
+# those. Without options it then compares the servers with one thread and
+# with one per core (--threads), the cluster started afresh for each run,
+# three rounds interleaved: pfs-storage under the sequential streams of 4
+# workers x 256 MiB (build/bench-threads-storage.json), pfs-meta under the
+# metadata workload of 32 workers x 500 files (build/bench-threads-meta.json).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
@@ -46,32 +47,43 @@ echo "results: $build/bench-results.json"
 
 cores=$(nproc)
 if [ "$cores" -lt 2 ]; then
-  echo "storage threads: one core here, nothing to compare"
+  echo "server threads: one core here, nothing to compare"
   exit 0
 fi
-runs=$build/bench-threads
-rm -rf "$runs" && mkdir -p "$runs"
-for round in 1 2 3; do
-  for threads in 1 "$cores"; do
-    echo "storage threads $threads, round $round of 3" >&2
-    PFS_LOCAL_STORAGE_THREADS=$threads fresh_cluster
-    bench --seq-only --threads 4 --seq-mib 256 "${drop[@]}" \
-      --note "storage threads = $threads" --json-out "$runs/t$threads-r$round.json" > /dev/null
+# compare NAME ENV-VAR ROWS... -- PFS-BENCH OPTIONS...: the cluster started
+# afresh with ENV-VAR=1 and =cores in turn, three rounds interleaved;
+# build/bench-threads-NAME.json.
+compare() {
+  local name=$1 var=$2 rows=() runs=$build/bench-threads-$1
+  shift 2
+  while [ "$1" != -- ]; do rows+=("$1"); shift; done
+  shift
+  rm -rf "$runs" && mkdir -p "$runs"
+  for round in 1 2 3; do
+    for threads in 1 "$cores"; do
+      echo "$name threads $threads, round $round of 3" >&2
+      (export "$var=$threads"; fresh_cluster)
+      bench "$@" --note "$name threads = $threads" --json-out "$runs/t$threads-r$round.json" > /dev/null
+    done
   done
-done
-python3 - "$runs" "$cores" "$build/bench-threads.json" <<'PY'
+  python3 - "$runs" "$cores" "$build/bench-threads-$name.json" "$name" "${rows[@]}" <<'PY'
 import json, pathlib, statistics, sys
-runs, cores, out = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+runs, cores, out, name, rows = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 def median(threads, row, system):
     return statistics.median(json.loads(p.read_text())["results"][row][system]
                              for p in sorted(runs.glob(f"t{threads}-r*.json")))
-summary = {"storage_threads": [1, cores], "unit": "MB/s", "rows": {}}
-print(f"storage threads (4 workers x 256 MiB, median of 3 interleaved rounds)")
-print(f"{'workload':<12} {'1 thread':>10} {f'{cores} threads':>11} {'ratio':>7} {'local':>8} {'N/local':>8}")
-for row in ("seq_write", "seq_read"):
+summary = {f"{name}_threads": [1, cores], "rows": {}}
+print(f"{name} threads (median of 3 interleaved rounds)")
+print(f"{'workload':<22} {'1 thread':>10} {f'{cores} threads':>11} {'ratio':>7} {'local':>8} {'N/local':>8}")
+for row in rows:
     one, many, local = median(1, row, "pfs"), median(cores, row, "pfs"), median(cores, row, "local")
     summary["rows"][row] = {"1": one, str(cores): many, "local": local}
-    print(f"{row:<12} {one:>10.0f} {many:>11.0f} {many / one:>6.2f}x {local:>8.0f} {many / local:>7.2f}x")
+    print(f"{row:<22} {one:>10.0f} {many:>11.0f} {many / one:>6.2f}x {local:>8.0f} {many / local:>7.2f}x")
 pathlib.Path(out).write_text(json.dumps(summary, indent=2) + "\n")
 print(f"results: {out}")
 PY
+}
+compare storage PFS_LOCAL_STORAGE_THREADS seq_write seq_read -- \
+  --seq-only --threads 4 --seq-mib 256 "${drop[@]}"
+compare meta PFS_LOCAL_META_THREADS create_shared_dir stat_shared_dir unlink_shared_dir create_dir_per_worker -- \
+  --meta-only --meta-threads 32 --meta-files 500 "${drop[@]}"

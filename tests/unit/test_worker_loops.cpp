@@ -112,6 +112,74 @@ TEST_CASE("rpc: connections are spread over the loops and each stays on one", "[
     loops.shutdown();
 }
 
+TEST_CASE("rpc: handlers_on runs every handler on one loop, the connections spread", "[rpc][loops]") {
+    asio::io_context io;
+    WorkerLoops loops(2);
+    ServerConfig config;
+    config.host = "127.0.0.1";
+    RpcServer server(io, config, kSecret);
+    server.spread_over(loops);
+    server.handlers_on(io.get_executor());
+    // Which loop serves the connection (0: main), which one ran the handler;
+    // handled one at a time, as pfs-meta's namespace is.
+    auto loop_of = [&](const std::shared_ptr<Channel>& conn) -> uint8_t {
+        for (unsigned i = 0; i < loops.size(); ++i)
+            if (conn->executor() == loops.executor(i)) return static_cast<uint8_t>(i + 1);
+        return 0;
+    };
+    int handled = 0;  // touched by the handlers alone: the main loop's
+    server.handle(kWhere, [&](Request& req) -> awaitable<Reply> {
+        ++handled;
+        // A notice from the handler's loop to the connection's, sent before
+        // the reply is: the client must see it first.
+        Frame notice{make_header(kWhere, PFS_FLAG_NOTIFY), Bytes{7}};
+        asio::dispatch(req.conn->executor(), [conn = req.conn, notice] { conn->send(notice); });
+        co_return Reply::ok(Bytes{loop_of(req.conn), static_cast<uint8_t>(WorkerLoops::current())});
+    }, PFS_SENT_BY_ANY);
+    auto port = server.start();
+    REQUIRE(port);
+
+    std::map<size_t, std::set<uint8_t>> connection_loops;
+    std::set<uint8_t> handler_loops;
+    std::vector<int> notices(6, 0);
+    bool notice_first = true;
+    run_coro(io, [&]() -> awaitable<void> {
+        std::vector<std::shared_ptr<RpcClient>> clients;
+        for (size_t i = 0; i < notices.size(); ++i) {
+            clients.push_back(RpcClient::create(io.get_executor(), Endpoint{"127.0.0.1", *port}, kSecret));
+            clients.back()->on_notify([&notices, i](const Frame& f) {
+                if (f.header.type == kWhere) ++notices[i];
+            });
+            auto pong = co_await clients.back()->call(PFS_MSG_PING, Bytes());
+            REQUIRE(pong);
+        }
+        for (int round = 0; round < 20; ++round)
+            for (size_t c = 0; c < clients.size(); ++c) {
+                const int before = notices[c];
+                auto r = co_await clients[c]->call(kWhere, Bytes());
+                REQUIRE(r);
+                REQUIRE(r->status == PFS_OK);
+                REQUIRE(r->body.size() == 2);
+                if (notices[c] != before + 1) notice_first = false;
+                connection_loops[c].insert(r->body[0]);
+                handler_loops.insert(r->body[1]);
+            }
+        for (auto& c : clients) c->close();
+    });
+    CHECK(handled == 120);
+    CHECK(notice_first);
+    CHECK(handler_loops == std::set<uint8_t>{0});
+    std::map<uint8_t, int> connections_of_loop;
+    for (const auto& [c, seen] : connection_loops) {
+        REQUIRE(seen.size() == 1);
+        ++connections_of_loop[*seen.begin()];
+    }
+    CHECK(connections_of_loop == std::map<uint8_t, int>{{0, 2}, {1, 2}, {2, 2}});
+    server.stop();
+    loops.halt();
+    loops.shutdown();
+}
+
 TEST_CASE("chunks: one store used from several loops at once, each through its ring", "[chunks][loops]") {
     // Few descriptors, so the loops evict each other's while they write.
     ChunkStoreOptions options;

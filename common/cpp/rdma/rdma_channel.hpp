@@ -26,6 +26,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -182,7 +183,7 @@ private:
 
     // Sending: frames cut into messages, waiting for a credit and a buffer.
     std::deque<Outgoing> outgoing_;  // frames not yet fully posted
-    size_t queued_bytes_ = 0;
+    std::atomic<size_t> queued_bytes_{0};  // read from other loops (the backlog check of a notice)
     uint32_t peer_credits_;          // receive buffers the peer has posted for us
     uint32_t to_grant_ = 0;          // ours, reposted and not yet announced
     std::vector<uint32_t> free_send_;
