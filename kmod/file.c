@@ -41,18 +41,23 @@ static int pfs_revalidate_size(struct inode *inode)
 /*
  * Sends SETATTR(size = max(size, i_size), mtime = now) when this client
  * wrote past what the server knows, or when data was written (written),
- * as cred. A report that gets no answer (the server unreachable, a
- * timeout, the writer killed while it waited) is sent again from the
- * background until the server has it (resend.c): other clients would see
- * the file shorter than it is until the next report, which may never come.
+ * as cred. lazy (close): the server answers before its journal has the
+ * report on disk, as close(2) promises no durability; a later report that
+ * is not lazy (fsync) goes out even with nothing new, so that it is on
+ * disk when fsync returns. A report that gets no answer (the server
+ * unreachable, a timeout, the writer killed while it waited) is sent again
+ * from the background until the server has it (resend.c): other clients
+ * would see the file shorter than it is until the next report, which may
+ * never come.
  */
-static int pfs_send_size(struct inode *inode, bool written,
+static int pfs_send_size(struct inode *inode, bool written, bool lazy,
 			 const struct cred *cred)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_setattr req = {};
 	struct pfs_attr attr;
 	u64 size = i_size_read(inode);
+	bool unsynced = false;
 	u64 reported;
 	void *buf;
 	u32 len = 0;
@@ -61,37 +66,51 @@ static int pfs_send_size(struct inode *inode, bool written,
 	spin_lock(&inode->i_lock);
 	reported = pi->reported_size;
 	spin_unlock(&inode->i_lock);
-	if (size <= reported && !written)
+	if (!lazy)
+		unsynced = test_and_clear_bit(PFS_INO_SIZE_LAZY, &pi->flags);
+	if (size <= reported && !written && !unsynced)
 		return 0;
 	if (test_bit(PFS_INO_GONE, &pi->flags))
 		return -ESTALE;
 
 	req.id = pi->id;
+	req.valid = PFS_SET_SIZE_EXTEND;
 	/* "now" on the server's clock: whoever may write may set it. */
-	req.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME | PFS_SET_MTIME_NOW;
+	if (written || size > reported)
+		req.valid |= PFS_SET_MTIME | PFS_SET_MTIME_NOW;
+	if (lazy)
+		req.valid |= PFS_SET_LAZY;
 	req.size = size;
 	buf = pfs_encode(pfs_x_setattr, &req, &len);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
+	if (IS_ERR(buf)) {
+		rc = PTR_ERR(buf);
+		goto failed;
+	}
 	rc = pfs_meta_attr_call(inode->i_sb, &pi->id, PFS_MSG_SETATTR, buf,
 				len, &attr, NULL);
 	kfree(buf);
 	if (rc) {
 		pfs_resend_size(inode->i_sb, &pi->id, size, cred, rc);
-		return rc;
+		goto failed;
 	}
+	if (lazy)
+		set_bit(PFS_INO_SIZE_LAZY, &pi->flags);
 	spin_lock(&inode->i_lock);
 	if (size > pi->reported_size)
 		pi->reported_size = size;
 	spin_unlock(&inode->i_lock);
 	return pfs_inode_update(inode, &attr);
+failed:
+	if (unsynced)
+		set_bit(PFS_INO_SIZE_LAZY, &pi->flags);
+	return rc;
 }
 
 int pfs_report_size(struct inode *inode)
 {
 	if (!S_ISREG(inode->i_mode))
 		return 0;
-	return pfs_send_size(inode, false, current_cred());
+	return pfs_send_size(inode, false, false, current_cred());
 }
 
 void pfs_file_mark_written(struct file *file)
@@ -100,12 +119,13 @@ void pfs_file_mark_written(struct file *file)
 	set_bit(PFS_INO_BLOCKS_STALE, &PFS_I(file_inode(file))->flags);
 }
 
-static int pfs_file_report(struct file *file)
+/* lazy: for close(2), which promises no durability (pfs_send_size). */
+static int pfs_file_report(struct file *file, bool lazy)
 {
 	unsigned long *flags = &pfs_fi(file)->flags;
 	bool written = test_and_clear_bit(PFS_FILE_WRITTEN, flags);
 	/* As the opener: the resent report is not the flusher's. */
-	int rc = pfs_send_size(file_inode(file), written, file->f_cred);
+	int rc = pfs_send_size(file_inode(file), written, lazy, file->f_cred);
 
 	if (rc && written)
 		set_bit(PFS_FILE_WRITTEN, flags);
@@ -431,7 +451,7 @@ static int pfs_file_flush(struct file *file, fl_owner_t id)
 	err = file_check_and_advance_wb_err(file);
 	if (!rc)
 		rc = err;
-	err = pfs_file_report(file);
+	err = pfs_file_report(file, true);
 	return rc ? rc : err;
 }
 
@@ -448,7 +468,7 @@ static int pfs_file_release(struct inode *inode, struct file *file)
 		if (rc)
 			pr_warn_ratelimited("write-back of inode %llu at close failed: %d\n",
 					    ino, rc);
-		rc = pfs_file_report(file);
+		rc = pfs_file_report(file, true);
 		if (rc)
 			pr_warn_ratelimited("size report of inode %llu at close failed: %d\n",
 					    ino, rc);
@@ -606,7 +626,7 @@ static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,
 	rc = pfs_stripe_sync(inode);
 	if (rc)
 		return rc;
-	return pfs_file_report(file);
+	return pfs_file_report(file, false);
 }
 
 static loff_t pfs_file_llseek(struct file *file, loff_t offset, int whence)

@@ -182,6 +182,11 @@ enum {
 	 * ctime predate it and say nothing of security xattrs
 	 */
 	PFS_INO_SECURITY_SET,
+	/*
+	 * a size report went out PFS_SET_LAZY (close): the server may not
+	 * have it on disk yet, and the next fsync reports again
+	 */
+	PFS_INO_SIZE_LAZY,
 };
 
 /* file->private_data of a regular file (file.c, lock.c) */

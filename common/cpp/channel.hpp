@@ -77,8 +77,9 @@ public:
     // reaches the peer before the connection is dropped).
     virtual void close_when_sent() = 0;
     virtual bool is_open() const = 0;
-    // Bytes queued and not yet sent: the peer's backlog. Safe from any
-    // loop; everything else only from the channel's own (executor()).
+    // Bytes queued and not yet sent: the peer's backlog. This,
+    // executor(), peer() and peer_address() are safe from any loop;
+    // everything else only from the channel's own (executor()).
     virtual size_t queued_bytes() const = 0;
     virtual const std::string& peer() const = 0;
     // The peer's IP address alone.

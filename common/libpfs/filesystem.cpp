@@ -73,6 +73,7 @@ FileSystem::~FileSystem() {
 }
 
 void FileSystem::invalidate(const pfs_invalidate& notice) {
+    ++notices_;
     if (notice.count == 0) {
         dir_cache_.clear();
         return;
@@ -142,9 +143,14 @@ awaitable<Result<pfs_attr>> FileSystem::walk(std::string_view path, bool use_cac
                 continue;
             }
         }
+        // A notice that arrives while the LOOKUP is out may be about what
+        // its reply says: the reply (on another connection, or sent before
+        // the change) may then be older than the notice, and is not cached.
+        const uint64_t notices_before = notices_;
         attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, parts[i]));
         if (!attr) break;
-        if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0)
+        if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0 &&
+            notices_ == notices_before)
             dir_cache_[cache_key(at, parts[i])] = CachedDir{at, attr->id, now + options_.dir_cache_ttl};
         at = attr->id;
     }
@@ -516,13 +522,20 @@ awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<c
     co_return ok_status();
 }
 
-awaitable<Status> FileSystem::report_size(OpenFile& file) {
+awaitable<Status> FileSystem::report_size(OpenFile& file, SizeReport how) {
     // Also a write inside the size: its mtime, and the server counts the
     // file's st_blocks again.
-    if (!file.unreported && file.written_end <= file.attr.size) co_return ok_status();
+    const bool news = file.unreported || file.written_end > file.attr.size;
+    // fsync reports even with nothing new: the server then answers once its
+    // journal has everything before, the lazy reports of closes included.
+    const bool lazy = how == SizeReport::lazy;
+    const bool writer = (file.attr.mode & S_IFMT) == S_IFREG && (file.open_flags & O_ACCMODE) != O_RDONLY;
+    if (!news && (lazy || !writer)) co_return ok_status();
     pfs_setattr m{};
     m.id = file.attr.id;
-    m.valid = PFS_SET_SIZE_EXTEND | PFS_SET_MTIME | PFS_SET_MTIME_NOW;  // the server's clock
+    m.valid = PFS_SET_SIZE_EXTEND;
+    if (news) m.valid |= PFS_SET_MTIME | PFS_SET_MTIME_NOW;  // the server's clock
+    if (lazy) m.valid |= PFS_SET_LAZY;
     m.size = file.written_end;
     auto attr = co_await attr_call(file.attr.id, PFS_MSG_SETATTR, encode(pfs_x_setattr, m));
     if (!attr) co_return attr.error();
@@ -537,12 +550,12 @@ awaitable<Status> FileSystem::fsync(OpenFile& file) {
         auto st = co_await io_.sync(file.layout, file.attr.id, &file.verifiers);
         if (!st) co_return st;
     }
-    co_return co_await report_size(file);
+    co_return co_await report_size(file, SizeReport::durable);
 }
 
 awaitable<Status> FileSystem::close(OpenFile& file) {
     const pfs_entry_id id = file.attr.id;
-    Status st = file.gone ? ok_status() : co_await report_size(file);
+    Status st = file.gone ? ok_status() : co_await report_size(file, SizeReport::lazy);
     if (file.locked) {
         // What fcntl and flock locks do at the last close of a file.
         auto posix = co_await unlock(file, PFS_LOCK_POSIX);

@@ -188,7 +188,12 @@ private:
     // Whether the locks taken through file were lost with a session.
     bool locks_lost(const OpenFile& file) const;
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
-    awaitable<Status> report_size(OpenFile& file);
+    // lazy (close, fallocate): only with something new, answered before the
+    // server's journal has it (PFS_SET_LAZY: close(2) promises no
+    // durability); durable (fsync): always, answered once the journal has
+    // it and every report before it.
+    enum class SizeReport { lazy, durable };
+    awaitable<Status> report_size(OpenFile& file, SizeReport how);
     // An OPEN or CREATE-and-open reply (granted under epoch) as an open
     // file of this client.
     Result<OpenFile> opened(Result<Bytes> body, uint64_t epoch, int flags);
@@ -199,6 +204,7 @@ private:
     FileSystemOptions options_;
     Credentials as_;
     std::unordered_map<std::string, CachedDir> dir_cache_;
+    uint64_t notices_ = 0;  // INVALIDATE notices received: a LOOKUP that saw one arrive is not cached
     SessionKeeper keeper_;
     uint64_t next_owner_ = 1;
 };

@@ -16,7 +16,7 @@ awaitable<Status> FileSystem::fallocate(OpenFile& file, uint32_t mode, uint64_t 
     if (length == 0 || offset > PFS_MAX_FILE_OFFSET || length > PFS_MAX_FILE_OFFSET - offset)
         co_return Error{length == 0 ? -EINVAL : -EFBIG, "fallocate range outside the file size limits"};
     // Our own writes beyond what the server knows count for the size.
-    if (auto st = co_await report_size(file); !st) co_return st;
+    if (auto st = co_await report_size(file, SizeReport::lazy); !st) co_return st;
     auto attr = co_await attr_call(file.attr.id, PFS_MSG_FALLOCATE,
                                    encode(pfs_x_fallocate, pfs_fallocate{file.attr.id, mode, offset, length}));
     if (!attr) co_return attr.error();

@@ -22,7 +22,7 @@
  * list more addresses (struct pfs_node_addr: RDMA rails)
  * 5: pfs_attr carries blocks, the metadata server's st_blocks
  * 6: READDIR_PLUS, entries with their attributes; pfs_attr.xattrs */
-#define PFS_PROTO_VERSION	6
+#define PFS_PROTO_VERSION	7
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -793,8 +793,16 @@ enum pfs_setattr_valid {
 	 */
 	PFS_SET_ATIME_NOW = 1u << 7,
 	PFS_SET_MTIME_NOW = 1u << 8,
+	/*
+	 * Answered once applied, before the journal has it on disk (it goes
+	 * with the next commit, within PFS_LAZY_COMMIT_MS): the size report
+	 * at close(2), which promises no durability. fsync sends it without.
+	 * Not with SIZE (a truncate).
+	 */
+	PFS_SET_LAZY = 1u << 9,
 };
-#define PFS_SET_KNOWN 0x1ffu
+#define PFS_SET_KNOWN 0x3ffu
+#define PFS_LAZY_COMMIT_MS 50
 
 struct pfs_setattr {
 	struct pfs_entry_id id;

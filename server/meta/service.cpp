@@ -161,6 +161,12 @@ awaitable<Reply> Service::finish(Result<Reply> reply, std::vector<FreedFile> fre
     co_return std::move(*reply);
 }
 
+Reply Service::finish_lazily(Result<Reply> reply) {
+    if (!reply) return Reply::from(reply.error());
+    asio::co_spawn(ex_, [durable = durable_]() -> awaitable<void> { co_await durable(); }, asio::detached);
+    return std::move(*reply);
+}
+
 awaitable<Reply> Service::added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr) {
     if (!attr) co_return Reply::from(attr.error());
     const pfs_entry_id ids[] = {dir, attr->id};
@@ -483,6 +489,11 @@ awaitable<Reply> Service::on_setattr(Request& req) {
                                ((m->valid & PFS_SET_MTIME) && !(m->valid & PFS_SET_MTIME_NOW));
     auto current = ns_->getattr(m->id);
     if (!current) co_return Reply::from(current.error());
+    // A size report with nothing new (fsync after a lazy one at close)
+    // changes nothing, not even ctime, and needs no permission: it asks
+    // that what came before be durable, and is answered once it is.
+    if ((m->valid & ~PFS_SET_LAZY) == PFS_SET_SIZE_EXTEND && m->size <= current->size)
+        co_return co_await finish(ok_with(pfs_x_attr, to_wire(*current)));
     if (m->valid & (PFS_SET_SIZE | PFS_SET_SIZE_EXTEND)) changes.size = m->size;
     // Checked (and adjusted: set-ID bits) before anything is cut.
     if (auto st = ns_->may_setattr(m->id, caller(req), changes, !explicit_time); !st) co_return Reply::from(st.error());
@@ -503,6 +514,8 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
+    if ((m->valid & PFS_SET_LAZY) && !(m->valid & PFS_SET_SIZE))
+        co_return finish_lazily(ok_with(pfs_x_attr, to_wire(out->attr)));
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 

@@ -175,6 +175,11 @@ private:
     // Durable, then the reply; freed chunks go after the reply is settled.
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
     awaitable<Reply> finish(Result<Reply> reply, std::vector<FreedFile> freed);
+    // The reply before the journal has the change on disk (PFS_SET_LAZY):
+    // it is applied, and its record is already on its way (the journal
+    // flushes whatever is submitted); a failure to write it stops the
+    // server as for any other.
+    Reply finish_lazily(Result<Reply> reply);
     // A name added to dir (mkdir, symlink, link): others are told, the
     // requester watches the entry.
     awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);

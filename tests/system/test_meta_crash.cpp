@@ -24,17 +24,28 @@ struct Acked {
     std::set<std::string> renamed;  // its rename to "r<worker>_<k>" acknowledged
 };
 
+// mgmtd, one metadata server (m1, the one killed) and one storage server.
+void start_cluster(TestCluster& tc) {
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    tc.start_storage("s1", 1);
+}
+
+// A client that notices a dead server soon.
+ClientConfig impatient_client() {
+    ClientConfig cfg;
+    cfg.request_timeout = 3s;
+    cfg.connect_timeout = 1s;
+    return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create and rename", "[system]") {
     TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_meta("m1");
-    tc.start_storage("s1", 1);
+    start_cluster(tc);
     asio::io_context io;
-    ClientConfig cfg;
-    cfg.request_timeout = 3s;
-    cfg.connect_timeout = 1s;
+    const ClientConfig cfg = impatient_client();
     Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
     FileSystem fs(cluster, FileSystemOptions{0ms});
     Acked acked;
@@ -99,6 +110,67 @@ TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create
             if (!acked.created.count(entry.substr(1))) ++unexplained;
         CHECK(unexplained <= workers);
         cluster.close();
+    });
+    INFO(tc.logs().substr(0, 20000));
+    REQUIRE(ok);
+}
+
+// close(2) reports a file's size lazily (PFS_SET_LAZY): answered once the
+// server applied it, before its journal has it. Another client sees the
+// size at once; an fsync, even of a handle that wrote nothing, is answered
+// only once every report before it is durable, so a kill -9 right after it
+// loses none of them.
+TEST_CASE("sizes reported at close are seen at once and durable after an fsync", "[system]") {
+    TestCluster tc;
+    start_cluster(tc);
+    asio::io_context io;
+    const ClientConfig cfg = impatient_client();
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+    Cluster other_cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+    FileSystem fs(cluster, FileSystemOptions{0ms});
+    FileSystem other(other_cluster, FileSystemOptions{0ms});
+    constexpr int kFiles = 40;
+    auto size_of = [](int i) { return static_cast<uint64_t>(i + 1) * 1000; };
+
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        auto ready = co_await test::mkdir_when_served(io, cluster, fs, "/lazy");
+        REQUIRE_OK(ready);
+        bool creatable = co_await test::wait_creatable(io, fs, "/ready");
+        REQUIRE(creatable);
+        auto seen_by_other = co_await test::mkdir_when_served(io, other_cluster, other, "/other");
+        REQUIRE_OK(seen_by_other);
+        for (int i = 0; i < kFiles; ++i) {
+            const std::string path = "/lazy/f" + std::to_string(i);
+            auto f = co_await fs.open(path, O_CREAT | O_WRONLY);
+            REQUIRE_OK(f);
+            Bytes data(size_of(i), static_cast<uint8_t>(i));
+            REQUIRE_OK(co_await fs.write(*f, 0, data));
+            REQUIRE_OK(co_await fs.close(*f));
+            auto seen = co_await other.stat(path);
+            REQUIRE_OK(seen);
+            CHECK(seen->size == size_of(i));
+        }
+        auto f = co_await fs.open("/lazy/f0", O_WRONLY);
+        REQUIRE_OK(f);
+        REQUIRE_OK(co_await fs.fsync(*f));
+        tc.daemon("m1").kill(SIGKILL);
+        (void)co_await fs.close(*f);
+        tc.daemon("m1").start();
+
+        Result<pfs_attr> last = Error{};
+        for (int i = 0; i < 300 && !last; ++i) {
+            co_await pause(io, 50ms);
+            last = co_await fs.stat("/lazy/f" + std::to_string(kFiles - 1));
+        }
+        REQUIRE_OK(last);
+        for (int i = 0; i < kFiles; ++i) {
+            auto st = co_await fs.stat("/lazy/f" + std::to_string(i));
+            REQUIRE_OK(st);
+            INFO("file " << i);
+            CHECK(st->size == size_of(i));
+        }
+        cluster.close();
+        other_cluster.close();
     });
     INFO(tc.logs().substr(0, 20000));
     REQUIRE(ok);
