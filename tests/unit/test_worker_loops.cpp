@@ -38,6 +38,26 @@ void run_on(asio::any_io_executor ex, F&& body) {
     finished.get();
 }
 
+// An RpcServer on loopback spread over the main loop and 2 workers, stopped
+// (and its loops halted) at the end of the test.
+struct SpreadServer {
+    asio::io_context io;
+    WorkerLoops loops{2};
+    RpcServer server{io, loopback(), kSecret};
+
+    static ServerConfig loopback() {
+        ServerConfig config;
+        config.host = "127.0.0.1";
+        return config;
+    }
+    SpreadServer() { server.spread_over(loops); }
+    ~SpreadServer() {
+        server.stop();
+        loops.halt();
+        loops.shutdown();
+    }
+};
+
 // Six clients connected one after the other (the order they are accepted
 // in), each then asking kWhere 20 times; the reply bodies, by client. Each
 // client's kWhere notices are counted in notices; connected() runs before
@@ -111,12 +131,9 @@ TEST_CASE("worker loops: each runs on its own thread and knows its index", "[loo
 }
 
 TEST_CASE("rpc: connections are spread over the loops and each stays on one", "[rpc][loops]") {
-    asio::io_context io;
-    WorkerLoops loops(2);
-    ServerConfig config;
-    config.host = "127.0.0.1";
-    RpcServer server(io, config, kSecret);
-    server.spread_over(loops);
+    SpreadServer spread;
+    asio::io_context& io = spread.io;
+    RpcServer& server = spread.server;
     server.handle(kWhere, [](Request&) -> awaitable<Reply> {
         co_return Reply::ok(Bytes{static_cast<uint8_t>(WorkerLoops::current())});
     }, PFS_SENT_BY_ANY);
@@ -135,18 +152,13 @@ TEST_CASE("rpc: connections are spread over the loops and each stays on one", "[
     auto where = std::find_if(stats.begin(), stats.end(), [](const MsgStats& m) { return m.type == kWhere; });
     REQUIRE(where != stats.end());
     CHECK(where->requests == 120);
-    server.stop();
-    loops.halt();
-    loops.shutdown();
 }
 
 TEST_CASE("rpc: handlers_on runs every handler on one loop, the connections spread", "[rpc][loops]") {
-    asio::io_context io;
-    WorkerLoops loops(2);
-    ServerConfig config;
-    config.host = "127.0.0.1";
-    RpcServer server(io, config, kSecret);
-    server.spread_over(loops);
+    SpreadServer spread;
+    asio::io_context& io = spread.io;
+    WorkerLoops& loops = spread.loops;
+    RpcServer& server = spread.server;
     server.handlers_on(io.get_executor());
     // Which loop serves the connection (0: main), which one ran the handler;
     // handled one at a time, as pfs-meta's namespace is.
@@ -177,9 +189,6 @@ TEST_CASE("rpc: handlers_on runs every handler on one loop, the connections spre
     CHECK(notices == std::vector<int>(6, 20));
     CHECK(clients_of_loop(replies, 1) == std::map<uint8_t, int>{{0, 6}});  // where the handlers ran
     CHECK(clients_of_loop(replies, 0) == std::map<uint8_t, int>{{0, 2}, {1, 2}, {2, 2}});
-    server.stop();
-    loops.halt();
-    loops.shutdown();
 }
 
 TEST_CASE("chunks: one store used from several loops at once, each through its ring", "[chunks][loops]") {
