@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "log.hpp"
 #include "wire.hpp"
@@ -266,7 +267,7 @@ awaitable<int> Uring::perform(Prep prep) {
 }
 
 awaitable<Result<size_t>> Uring::transfer(bool is_write, int fd, uint8_t* data, size_t len, uint64_t offset,
-                                          int buf_index) {
+                                          int buf_index, int rw_flags) {
     size_t done = 0;
     while (done < len) {
         auto piece = static_cast<unsigned>(std::min(len - done, kMaxPiece));
@@ -281,6 +282,7 @@ awaitable<Result<size_t>> Uring::transfer(bool is_write, int fd, uint8_t* data, 
                 io_uring_prep_write(sqe, fd, p, piece, at);
             else
                 io_uring_prep_read(sqe, fd, p, piece, at);
+            sqe->rw_flags = rw_flags;
         });
         if (res == -EINTR) continue;
         if (res < 0) co_return errno_error(res, is_write ? "write" : "read");
@@ -300,6 +302,10 @@ awaitable<Result<size_t>> Uring::read(int fd, std::span<uint8_t> buf, uint64_t o
 awaitable<Result<size_t>> Uring::write(int fd, std::span<const uint8_t> buf, uint64_t offset) {
     // The kernel only reads from the buffer; io_uring's prep takes it non-const.
     return transfer(true, fd, const_cast<uint8_t*>(buf.data()), buf.size(), offset, -1);
+}
+
+awaitable<Result<size_t>> Uring::write_dsync(int fd, std::span<const uint8_t> buf, uint64_t offset) {
+    return transfer(true, fd, const_cast<uint8_t*>(buf.data()), buf.size(), offset, -1, RWF_DSYNC);
 }
 
 awaitable<Result<size_t>> Uring::read_fixed(int fd, const BufferPool::Lease& buf, size_t len,

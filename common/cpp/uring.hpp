@@ -100,6 +100,9 @@ public:
     awaitable<Result<size_t>> read(int fd, std::span<uint8_t> buf, uint64_t offset);
     // Writes all of buf (short writes are continued); returns buf.size().
     awaitable<Result<size_t>> write(int fd, std::span<const uint8_t> buf, uint64_t offset);
+    // As write, and durable once it returns, as after fdatasync of those
+    // bytes (RWF_DSYNC): one operation instead of a write and a sync.
+    awaitable<Result<size_t>> write_dsync(int fd, std::span<const uint8_t> buf, uint64_t offset);
     awaitable<Status> fsync(int fd, bool datasync);
     // fallocate(2): mode as Linux's FALLOC_FL_* bits.
     awaitable<Status> fallocate(int fd, int mode, uint64_t offset, uint64_t length);
@@ -134,7 +137,7 @@ private:
     awaitable<int> perform(Prep prep);
     // Moves bytes in pieces until len is done, EOF (reads) or an error.
     awaitable<Result<size_t>> transfer(bool is_write, int fd, uint8_t* data, size_t len, uint64_t offset,
-                                       int buf_index);
+                                       int buf_index, int rw_flags = 0);
     void attach(const asio::any_io_executor& ex);
     void start_reaper();
     awaitable<void> reap_loop(std::shared_ptr<bool> alive);

@@ -200,6 +200,33 @@ TEST_CASE("uring: open, stat, sync, unlink and mkdir", "[uring]") {
     CHECK_FALSE(std::filesystem::exists(dir.path() / "sub"));
 }
 
+TEST_CASE("uring: write_dsync writes what a write would, and fails as one", "[uring]") {
+    test::TempDir dir;
+    asio::io_context io;
+    auto ring = make_ring();
+    UniqueFd fd = open_file(dir.path() / "journal");
+    UniqueFd readonly = open_file(dir.path() / "ro", O_RDONLY | O_CREAT);
+    const Bytes first = random_bytes(5000, 11), second = random_bytes(300, 12);
+    test::run_coro(io, [&]() -> awaitable<void> {
+        auto a = co_await ring->write_dsync(fd.get(), first, 0);
+        REQUIRE(a);
+        CHECK(*a == first.size());
+        // Over part of the first, as the journal overwrites its zeros.
+        auto b = co_await ring->write_dsync(fd.get(), second, 4096);
+        REQUIRE(b);
+        CHECK(*b == second.size());
+        auto bad = co_await ring->write_dsync(readonly.get(), second, 0);
+        REQUIRE_FALSE(bad);
+        CHECK(bad.error().code == -EBADF);
+    });
+    Bytes expect = first;
+    std::copy(second.begin(), second.end(), expect.begin() + 4096);
+    Bytes got(expect.size() + 1);
+    CHECK(::pread(fd.get(), got.data(), got.size(), 0) == static_cast<ssize_t>(expect.size()));
+    got.resize(expect.size());
+    CHECK(got == expect);
+}
+
 TEST_CASE("uring: 200 concurrent operations through a small ring", "[uring]") {
     test::TempDir dir;
     asio::io_context io;
