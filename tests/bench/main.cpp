@@ -20,6 +20,7 @@
 
 #include "daemon.hpp"
 #include "log.hpp"
+#include "growth.hpp"
 #include "pfs_fs.hpp"
 
 using namespace pfs;
@@ -218,6 +219,47 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
     return out;
 }
 
+// --growth: one directory grown through its checkpoints (growth.hpp);
+// the table on stdout, the JSON at json_out.
+Status run_growth(const Options& options, const std::vector<uint64_t>& checkpoints, int workers,
+                  const std::string& json_out) {
+    auto secret = daemon::load_secret(options);
+    if (!secret) return secret.error();
+    auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
+    if (!mgmtd) return mgmtd.error();
+    const std::string dir = options.get<std::string>("pfs-dir");
+    const auto pid = static_cast<pid_t>(options.get<int>("server-pid"));
+    asio::io_context io;
+    client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
+    client::FileSystem fs(cluster);
+    Result<std::vector<bench::GrowthStep>> steps = Error{-EIO, "did not run"};
+    asio::co_spawn(io, [&]() -> awaitable<void> {
+        auto st = co_await cluster.start();
+        if (!st) steps = st.error();
+        else steps = co_await bench::grow_directory(fs, dir, checkpoints, workers, pid);
+        cluster.close();
+    }, asio::detached);
+    io.run();
+    if (!steps) return steps.error();
+    json out = {{"date", today()}, {"machine", machine()}, {"dir", dir}, {"workers", workers}, {"steps", json::array()}};
+    if (!options.get<std::string>("note").empty()) out["note"] = options.get<std::string>("note");
+    std::printf("%12s %12s %10s %14s %14s\n", "entries", "creates/s", "vs first", "server RSS MiB", "bytes/entry");
+    for (const auto& step : *steps) {
+        const double first = steps->front().creates_s;
+        std::printf("%12lu %12.0f %9.2fx %14.1f %14.0f\n", static_cast<unsigned long>(step.entries), step.creates_s,
+                    first > 0 ? step.creates_s / first : 0, double(step.server_rss_bytes) / (1 << 20),
+                    step.bytes_per_entry);
+        out["steps"].push_back({{"entries", step.entries}, {"creates_s", step.creates_s},
+                                {"server_rss_bytes", step.server_rss_bytes}, {"bytes_per_entry", step.bytes_per_entry}});
+    }
+    if (!json_out.empty()) {
+        std::ofstream f(json_out);
+        f << out.dump(2) << "\n";
+        if (!f.flush()) return Error{-EIO, "cannot write " + json_out};
+    }
+    return ok_status();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -247,6 +289,11 @@ int main(int argc, char** argv) {
         ("meta-only", po::bool_switch(), "only the metadata workload (create, stat, list, unlink)")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
+        ("growth", po::value<std::string>(),
+         "instead of the workloads: grow --pfs-dir (libpfs) to each of these entry counts in turn, e.g. "
+         "10k,100k,1M, with --meta-threads workers; creates/s over each stretch")
+        ("server-pid", po::value<int>()->default_value(0),
+         "with --growth: the metadata server's pid on this machine, for its memory per entry")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
         ("json-out", po::value<std::string>()->default_value(""), "also write the results as JSON here");
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
@@ -273,6 +320,17 @@ int main(int argc, char** argv) {
     int rounds = options.get<int>("rounds");
     if (rounds < 1 || rounds > 100) return usage_error("--rounds must be 1..100");
     if (w.drop_caches && geteuid() != 0) return usage_error("--drop-caches needs root");
+
+    if (options.has("growth")) {
+        if (options.has("posix")) return usage_error("--growth runs through libpfs, not --posix");
+        auto checkpoints = bench::parse_checkpoints(options.get<std::string>("growth"));
+        if (!checkpoints) return usage_error(checkpoints.error().message);
+        if (auto st = run_growth(options, *checkpoints, w.meta_workers(), options.get<std::string>("json-out")); !st) {
+            std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
+            return 1;
+        }
+        return 0;
+    }
 
     std::vector<System> systems;
     std::string baseline = options.get<std::string>("baseline");

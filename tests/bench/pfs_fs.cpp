@@ -7,14 +7,13 @@
 #include "gather.hpp"
 
 namespace pfs::bench {
-namespace {
 
 using Clock = std::chrono::steady_clock;
-using Worker = std::function<awaitable<Result<Unit>>(int)>;
 
+namespace {
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
 
-// Runs n workers concurrently; the wall time, or the first error.
 awaitable<Result<double>> parallel(int n, Worker worker) {
     std::vector<Task<Unit>> tasks;
     for (int i = 0; i < n; ++i) tasks.push_back([&worker, i] { return worker(i); });
@@ -25,6 +24,8 @@ awaitable<Result<double>> parallel(int n, Worker worker) {
         if (!r) co_return r.error();
     co_return t;
 }
+
+namespace {
 
 std::string dl_path(const std::string& root, int i) {
     return root + "/dl/" + std::to_string(i % 10) + "/" + std::to_string(i / 10 % 10) + "/img" + std::to_string(i);

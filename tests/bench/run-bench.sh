@@ -15,6 +15,8 @@
 # three rounds interleaved: pfs-storage under the sequential streams of 4
 # workers x 256 MiB (build/bench-threads-storage.json), pfs-meta under the
 # metadata workload of 32 workers x 500 files (build/bench-threads-meta.json).
+# Last, one directory grown to 10k, 100k and 1M entries (pfs-bench
+# --growth; build/bench-growth.json).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
@@ -46,10 +48,6 @@ echo "results: $build/bench-results.json"
 [ "$defaults" = 1 ] || exit 0
 
 cores=$(nproc)
-if [ "$cores" -lt 2 ]; then
-  echo "server threads: one core here, nothing to compare"
-  exit 0
-fi
 # compare NAME ENV-VAR ROWS... -- PFS-BENCH OPTIONS...: the cluster started
 # afresh with ENV-VAR=1 and =cores in turn, three rounds interleaved;
 # build/bench-threads-NAME.json.
@@ -83,7 +81,21 @@ pathlib.Path(out).write_text(json.dumps(summary, indent=2) + "\n")
 print(f"results: {out}")
 PY
 }
-compare storage PFS_LOCAL_STORAGE_THREADS seq_write seq_read -- \
-  --seq-only --threads 4 --seq-mib 256 "${drop[@]}"
-compare meta PFS_LOCAL_META_THREADS create_shared_dir stat_shared_dir unlink_shared_dir create_dir_per_worker -- \
-  --meta-only --meta-threads 32 --meta-files 500 "${drop[@]}"
+if [ "$cores" -lt 2 ]; then
+  echo "server threads: one core here, nothing to compare"
+else
+  compare storage PFS_LOCAL_STORAGE_THREADS seq_write seq_read -- \
+    --seq-only --threads 4 --seq-mib 256 "${drop[@]}"
+  compare meta PFS_LOCAL_META_THREADS create_shared_dir stat_shared_dir unlink_shared_dir create_dir_per_worker -- \
+    --meta-only --meta-threads 32 --meta-files 500 "${drop[@]}"
+fi
+
+# One directory grown to a million entries by 32 workers (one metadata
+# server, an unstriped directory): creates/s over each stretch and
+# pfs-meta's memory per entry; build/bench-growth.json.
+echo "growth of one directory to 1M entries" >&2
+fresh_cluster
+"$build/tests/bench/pfs-bench" --config /dev/null --auth-file "$PFS_LOCAL_DIR/etc/auth.secret" \
+  --mgmtd 127.0.0.1 --pfs-dir /growth --meta-threads 32 --growth 10k,100k,1M \
+  --server-pid "$(cat "$PFS_LOCAL_DIR/run/meta1.pid")" --json-out "$build/bench-growth.json"
+echo "results: $build/bench-growth.json"

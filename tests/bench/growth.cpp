@@ -1,0 +1,95 @@
+#include "growth.hpp"
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "pfs_fs.hpp"
+
+namespace pfs::bench {
+namespace {
+
+// VmRSS of pid, in bytes.
+Result<uint64_t> resident_bytes(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    if (!status) return Error{-ESRCH, "no process " + std::to_string(pid) + " here (--server-pid)"};
+    std::string line;
+    while (std::getline(status, line)) {
+        uint64_t kib = 0;
+        if (std::sscanf(line.c_str(), "VmRSS: %lu kB", &kib) == 1) return kib * 1024;
+    }
+    return Error{-EIO, "no VmRSS for process " + std::to_string(pid)};
+}
+
+Result<uint64_t> parse_count(const std::string& word) {
+    size_t used = 0;
+    uint64_t n = 0;
+    try {
+        n = std::stoull(word, &used);
+    } catch (const std::exception&) {
+        return Error{-EINVAL, "not a count: '" + word + "'"};
+    }
+    std::string unit = word.substr(used);
+    if (unit == "k" || unit == "K") n *= 1000;
+    else if (unit == "m" || unit == "M") n *= 1000000;
+    else if (!unit.empty()) return Error{-EINVAL, "not a count: '" + word + "'"};
+    return n;
+}
+
+}  // namespace
+
+Result<std::vector<uint64_t>> parse_checkpoints(const std::string& text) {
+    std::vector<uint64_t> out;
+    std::stringstream in(text);
+    std::string word;
+    while (std::getline(in, word, ',')) {
+        auto n = parse_count(word);
+        if (!n) return n.error();
+        if (*n == 0 || (!out.empty() && *n <= out.back()))
+            return Error{-EINVAL, "--growth wants increasing positive counts, e.g. 10k,100k,1M"};
+        out.push_back(*n);
+    }
+    if (out.empty()) return Error{-EINVAL, "--growth wants at least one count"};
+    return out;
+}
+
+awaitable<Result<std::vector<GrowthStep>>> grow_directory(client::FileSystem& fs, const std::string& dir,
+                                                         std::vector<uint64_t> checkpoints, int workers,
+                                                         pid_t server_pid) {
+    if (auto st = co_await fs.mkdir(dir); !st) co_return st.error();
+    uint64_t rss_start = 0;
+    if (server_pid > 0) {
+        auto rss = resident_bytes(server_pid);
+        if (!rss) co_return rss.error();
+        rss_start = *rss;
+    }
+    std::vector<GrowthStep> steps;
+    uint64_t next = 0;  // the next file's number; workers share it (one thread)
+    for (uint64_t target : checkpoints) {
+        const uint64_t before = next;
+        auto t = co_await parallel(workers, [&](int) -> awaitable<Result<Unit>> {
+            while (next < target) {
+                auto file = co_await fs.open(dir + "/g" + std::to_string(next++), O_CREAT | O_EXCL | O_WRONLY);
+                if (!file) co_return file.error();
+                if (auto st = co_await fs.close(*file); !st) co_return st.error();
+            }
+            co_return Unit{};
+        });
+        if (!t) co_return t.error();
+        GrowthStep step{.entries = target, .creates_s = double(target - before) / *t};
+        if (server_pid > 0) {
+            auto rss = resident_bytes(server_pid);
+            if (!rss) co_return rss.error();
+            step.server_rss_bytes = *rss;
+            step.bytes_per_entry = (double(*rss) - double(rss_start)) / double(target);
+        }
+        std::fprintf(stderr, "growth: %lu entries, %.0f creates/s\n", static_cast<unsigned long>(target),
+                     step.creates_s);
+        steps.push_back(step);
+    }
+    co_return steps;
+}
+
+}  // namespace pfs::bench
