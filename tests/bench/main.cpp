@@ -130,29 +130,34 @@ Status run_posix(System& s, const bench::Workload& w) {
     return ok_status();
 }
 
-// round: 0, 1, ...; rounds after the first use DIR.2, DIR.3, ... (libpfs
-// has no recursive remove, and the workloads want a directory of their own).
-Status run_libpfs(System& s, const Options& options, const bench::Workload& w, int round) {
+// Runs body(fs) against the cluster --mgmtd names, through a client of its own.
+template <class T>
+Result<T> on_libpfs(const Options& options, std::function<awaitable<Result<T>>(client::FileSystem&)> body) {
     auto secret = daemon::load_secret(options);
     if (!secret) return secret.error();
     auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
     if (!mgmtd) return mgmtd.error();
-    const std::string dir = round == 0 ? s.dir : s.dir + "." + std::to_string(round + 1);
-    std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), dir.c_str());
     asio::io_context io;
     client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
     client::FileSystem fs(cluster);
-    Result<bench::Figures> figures = Error{-EIO, "did not run"};
+    Result<T> out = Error{-EIO, "did not run"};
     asio::co_spawn(io, [&]() -> awaitable<void> {
         auto st = co_await cluster.start();
-        if (!st) {
-            figures = st.error();
-        } else {
-            figures = co_await bench::run_pfs(fs, dir, w);
-        }
+        if (!st) out = st.error();
+        else out = co_await body(fs);
         cluster.close();
     }, asio::detached);
     io.run();
+    return out;
+}
+
+// round: 0, 1, ...; rounds after the first use DIR.2, DIR.3, ... (libpfs
+// has no recursive remove, and the workloads want a directory of their own).
+Status run_libpfs(System& s, const Options& options, const bench::Workload& w, int round) {
+    const std::string dir = round == 0 ? s.dir : s.dir + "." + std::to_string(round + 1);
+    std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), dir.c_str());
+    auto figures = on_libpfs<bench::Figures>(
+        options, [&](client::FileSystem& fs) { return bench::run_pfs(fs, dir, w); });
     if (!figures) return figures.error();
     s.rounds.push_back(*figures);
     return ok_status();
@@ -223,23 +228,11 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
 // the table on stdout, the JSON at json_out.
 Status run_growth(const Options& options, const std::vector<uint64_t>& checkpoints, int workers,
                   const std::string& json_out) {
-    auto secret = daemon::load_secret(options);
-    if (!secret) return secret.error();
-    auto mgmtd = parse_endpoint(options.get<std::string>("mgmtd"), PFS_DEFAULT_MGMTD_PORT);
-    if (!mgmtd) return mgmtd.error();
     const std::string dir = options.get<std::string>("pfs-dir");
     const auto pid = static_cast<pid_t>(options.get<int>("server-pid"));
-    asio::io_context io;
-    client::Cluster cluster(io.get_executor(), *mgmtd, *secret);
-    client::FileSystem fs(cluster);
-    Result<std::vector<bench::GrowthStep>> steps = Error{-EIO, "did not run"};
-    asio::co_spawn(io, [&]() -> awaitable<void> {
-        auto st = co_await cluster.start();
-        if (!st) steps = st.error();
-        else steps = co_await bench::grow_directory(fs, dir, checkpoints, workers, pid);
-        cluster.close();
-    }, asio::detached);
-    io.run();
+    auto steps = on_libpfs<std::vector<bench::GrowthStep>>(options, [&](client::FileSystem& fs) {
+        return bench::grow_directory(fs, dir, checkpoints, workers, pid);
+    });
     if (!steps) return steps.error();
     json out = {{"date", today()}, {"machine", machine()}, {"dir", dir}, {"workers", workers}, {"steps", json::array()}};
     if (!options.get<std::string>("note").empty()) out["note"] = options.get<std::string>("note");
