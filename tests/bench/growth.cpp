@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 
+#include <charconv>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -23,19 +26,14 @@ Result<uint64_t> resident_bytes(pid_t pid) {
     return Error{-EIO, "no VmRSS for process " + std::to_string(pid)};
 }
 
-Result<uint64_t> parse_count(const std::string& word) {
-    size_t used = 0;
+Result<uint64_t> parse_count(std::string_view word) {
     uint64_t n = 0;
-    try {
-        n = std::stoull(word, &used);
-    } catch (const std::exception&) {
-        return Error{-EINVAL, "not a count: '" + word + "'"};
-    }
-    std::string unit = word.substr(used);
-    if (unit == "k" || unit == "K") n *= 1000;
-    else if (unit == "m" || unit == "M") n *= 1000000;
-    else if (!unit.empty()) return Error{-EINVAL, "not a count: '" + word + "'"};
-    return n;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), n);
+    const std::string_view unit(end, static_cast<size_t>(word.data() + word.size() - end));
+    const uint64_t scale = unit.empty() ? 1 : unit == "k" || unit == "K" ? 1000 : unit == "m" || unit == "M" ? 1000000 : 0;
+    if (ec != std::errc() || scale == 0 || n > UINT64_MAX / scale)
+        return Error{-EINVAL, "not a count: '" + std::string(word) + "'"};
+    return n * scale;
 }
 
 }  // namespace

@@ -37,10 +37,11 @@ fresh_cluster() {
   rm -rf "$PFS_LOCAL_DIR"
   "$top/utils/pfs-local" start > /dev/null
 }
-bench() {
+pfs_bench() {
   "$build/tests/bench/pfs-bench" --config /dev/null --auth-file "$PFS_LOCAL_DIR/etc/auth.secret" \
-    --mgmtd 127.0.0.1 --local-dir "$PFS_LOCAL_DIR/localfs" "$@"
+    --mgmtd 127.0.0.1 "$@"
 }
+bench() { pfs_bench --local-dir "$PFS_LOCAL_DIR/localfs" "$@"; }
 trap '"$top/utils/pfs-local" stop > /dev/null 2>&1 || true' EXIT
 fresh_cluster
 bench --json-out "$build/bench-results.json" --note "storage direct-io = $PFS_LOCAL_DIRECT_IO" "${args[@]}"
@@ -95,7 +96,6 @@ fi
 # pfs-meta's memory per entry; build/bench-growth.json.
 echo "growth of one directory to 1M entries" >&2
 fresh_cluster
-"$build/tests/bench/pfs-bench" --config /dev/null --auth-file "$PFS_LOCAL_DIR/etc/auth.secret" \
-  --mgmtd 127.0.0.1 --pfs-dir /growth --meta-threads 32 --growth 10k,100k,1M \
+pfs_bench --pfs-dir /growth --meta-threads 32 --growth 10k,100k,1M \
   --server-pid "$(cat "$PFS_LOCAL_DIR/run/meta1.pid")" --json-out "$build/bench-growth.json"
 echo "results: $build/bench-growth.json"
