@@ -81,9 +81,10 @@ std::chrono::milliseconds RpcServer::uptime() const {
 
 RpcServer::~RpcServer() { stop(); }
 
-void RpcServer::handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by) {
+void RpcServer::handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by, Decoder decoder) {
     Route& route = handlers_[type];
     route.handler = std::move(handler);
+    route.decoder = std::move(decoder);
     route.sent_by = sent_by ? *sent_by : pfs_msg_sent_by(type);
 }
 
@@ -393,7 +394,8 @@ awaitable<void> RpcServer::dispatch(std::shared_ptr<Channel> conn, Frame frame, 
         reply = Reply::fail(PFS_E_UNKNOWN_MSG, "message type " + std::to_string(frame.header.type) + " not served here");
     } else {
         try {
-            Request req{frame, conn, state->role, std::move(groups)};
+            Request req{frame, conn, state->role, std::move(groups), {}};
+            if (it->second.decoder) req.decoded = it->second.decoder(frame.payload);
             reply = co_await run_handler(it->second, req);
         } catch (const std::exception& e) {
             log::error("request handler failed", {{"type", pfs_msg_name(frame.header.type)}, {"error", e.what()}});

@@ -22,6 +22,7 @@
 // not the connection's posts the send there (Channel::executor()).
 #pragma once
 
+#include <any>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -49,9 +50,40 @@ struct Request {
     std::shared_ptr<Channel> conn;
     auth::Role role = auth::Role::client;
     std::vector<uint32_t> groups;  // the caller's supplementary groups
+    // What the route's decoder made of the payload on the connection's
+    // loop (empty without one): request_body takes it.
+    std::any decoded;
 };
 
 using Handler = std::function<awaitable<Reply>(Request&)>;
+// Turns a payload into what its handler takes. It runs on the connection's
+// loop, before the hop to handlers_on's: decoding is spread over the loops
+// with the connections, the one loop of the handlers does not pay for it.
+using Decoder = std::function<std::any(std::span<const uint8_t> payload)>;
+
+// A body as xfer decoded it, ahead of its handler (decoder_of).
+template <class M>
+struct DecodedBody {
+    int (*xfer)(pfs_xdr*, M*);
+    Result<M> body;
+};
+
+template <class M>
+Decoder decoder_of(int (*xfer)(pfs_xdr*, M*)) {
+    return [xfer](std::span<const uint8_t> payload) -> std::any { return DecodedBody<M>{xfer, decode(payload, xfer)}; };
+}
+
+// The request's body as xfer decodes it: what the route's decoder made of
+// it if that was xfer, else decoded now. Takes it: once per request.
+template <class M>
+Result<M> request_body(Request& req, int (*xfer)(pfs_xdr*, M*)) {
+    if (auto* early = std::any_cast<DecodedBody<M>>(&req.decoded); early && early->xfer == xfer) {
+        Result<M> body = std::move(early->body);
+        req.decoded.reset();
+        return body;
+    }
+    return decode(req.frame.payload, xfer);
+}
 
 struct ServerConfig {
     std::string host = "0.0.0.0";
@@ -88,7 +120,10 @@ public:
 
     // sent_by: the roles that may send it (a mask of 1 << enum pfs_role);
     // the message table's (pfs_msg_sent_by) unless given.
-    void handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by = std::nullopt);
+    // decoder: run on the connection's loop ahead of the handler, its
+    // result in Request::decoded.
+    void handle(uint16_t type, Handler handler, std::optional<uint32_t> sent_by = std::nullopt,
+                Decoder decoder = {});
     // What PING and GET_STATS answer.
     void set_identity(uint32_t node_id, uint16_t node_type);
     // New TCP connections go to the main loop and each of loops in turn
@@ -96,8 +131,8 @@ public:
     // Before start(); loops must outlive the server.
     void spread_over(WorkerLoops& loops);
     // Every handler runs on ex, whichever loop its connection is on: the
-    // connection's loop reads, checks and decodes the frame, ex runs the
-    // handler, the connection's loop sends the reply. For a service whose
+    // connection's loop reads and checks the frame and runs the route's
+    // decoder, ex runs the handler, the connection's loop sends the reply. For a service whose
     // state belongs to one loop. Before start().
     void handlers_on(asio::any_io_executor ex) { handler_loop_ = std::move(ex); }
     // Every type that saw a request, ascending (GET_STATS is not counted).
@@ -123,6 +158,7 @@ private:
     };
     struct Route {
         Handler handler;
+        Decoder decoder;
         uint32_t sent_by = 0;
         Counters counters;
     };

@@ -75,7 +75,8 @@ awaitable<void> Service::reap_chunks(std::chrono::milliseconds period) {
 }
 
 void Service::install() {
-    auto bind = [this](uint16_t type, Method method) {
+    // decoder: the body's, run on the connection's loop (body() takes it).
+    auto bind = [this](uint16_t type, Method method, Decoder decoder = {}) {
         server_.handle(type, [this, method](Request& req) -> awaitable<Reply> {
             // Any request of a client renews its session, and its reply
             // carries the session's epoch as it was when the request came:
@@ -98,47 +99,47 @@ void Service::install() {
                 reply = co_await (this->*method)(req);
             reply.session_epoch = epoch;
             co_return reply;
-        });
+        }, std::nullopt, std::move(decoder));
     };
-    bind(PFS_MSG_LOOKUP, &Service::on_lookup);
-    bind(PFS_MSG_GETATTR, &Service::on_getattr);
-    bind(PFS_MSG_CREATE, &Service::on_create);
-    bind(PFS_MSG_MKDIR, &Service::on_mkdir);
-    bind(PFS_MSG_SYMLINK, &Service::on_symlink);
-    bind(PFS_MSG_MKNOD, &Service::on_mknod);
-    bind(PFS_MSG_READLINK, &Service::on_readlink);
-    bind(PFS_MSG_LINK, &Service::on_link);
-    bind(PFS_MSG_UNLINK, &Service::on_unlink);
-    bind(PFS_MSG_RMDIR, &Service::on_rmdir);
-    bind(PFS_MSG_RENAME, &Service::on_rename);
-    bind(PFS_MSG_SETATTR, &Service::on_setattr);
-    bind(PFS_MSG_READDIR, &Service::on_readdir);
-    bind(PFS_MSG_READDIR_PLUS, &Service::on_readdir);
-    bind(PFS_MSG_OPEN, &Service::on_open);
-    bind(PFS_MSG_OPEN_NAME, &Service::on_open_name);
-    bind(PFS_MSG_CLOSE, &Service::on_close);
-    bind(PFS_MSG_CLOSE_MANY, &Service::on_close_many);
-    bind(PFS_MSG_GETXATTR, &Service::on_getxattr);
+    bind(PFS_MSG_LOOKUP, &Service::on_lookup, decoder_of(pfs_x_name_req));
+    bind(PFS_MSG_GETATTR, &Service::on_getattr, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_CREATE, &Service::on_create, decoder_of(pfs_x_create));
+    bind(PFS_MSG_MKDIR, &Service::on_mkdir, decoder_of(pfs_x_create));
+    bind(PFS_MSG_SYMLINK, &Service::on_symlink, decoder_of(pfs_x_symlink));
+    bind(PFS_MSG_MKNOD, &Service::on_mknod, decoder_of(pfs_x_mknod));
+    bind(PFS_MSG_READLINK, &Service::on_readlink, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_LINK, &Service::on_link, decoder_of(pfs_x_link));
+    bind(PFS_MSG_UNLINK, &Service::on_unlink, decoder_of(pfs_x_name_req));
+    bind(PFS_MSG_RMDIR, &Service::on_rmdir, decoder_of(pfs_x_name_req));
+    bind(PFS_MSG_RENAME, &Service::on_rename, decoder_of(pfs_x_rename));
+    bind(PFS_MSG_SETATTR, &Service::on_setattr, decoder_of(pfs_x_setattr));
+    bind(PFS_MSG_READDIR, &Service::on_readdir, decoder_of(pfs_x_readdir));
+    bind(PFS_MSG_READDIR_PLUS, &Service::on_readdir, decoder_of(pfs_x_readdir));
+    bind(PFS_MSG_OPEN, &Service::on_open, decoder_of(pfs_x_open));
+    bind(PFS_MSG_OPEN_NAME, &Service::on_open_name, decoder_of(pfs_x_open_name));
+    bind(PFS_MSG_CLOSE, &Service::on_close, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_CLOSE_MANY, &Service::on_close_many, decoder_of(pfs_x_close_many));
+    bind(PFS_MSG_GETXATTR, &Service::on_getxattr, decoder_of(pfs_x_xattr_req));
     bind(PFS_MSG_SETXATTR, &Service::on_setxattr);
-    bind(PFS_MSG_LISTXATTR, &Service::on_listxattr);
-    bind(PFS_MSG_REMOVEXATTR, &Service::on_removexattr);
+    bind(PFS_MSG_LISTXATTR, &Service::on_listxattr, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_REMOVEXATTR, &Service::on_removexattr, decoder_of(pfs_x_xattr_req));
     bind(PFS_MSG_STATFS, &Service::on_statfs);
-    bind(PFS_MSG_GET_PATTERN, &Service::on_get_pattern);
-    bind(PFS_MSG_SET_PATTERN, &Service::on_set_pattern);
-    bind(PFS_MSG_LOCK, &Service::on_lock);
-    bind(PFS_MSG_GETLK, &Service::on_getlk);
+    bind(PFS_MSG_GET_PATTERN, &Service::on_get_pattern, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_SET_PATTERN, &Service::on_set_pattern, decoder_of(pfs_x_set_pattern));
+    bind(PFS_MSG_LOCK, &Service::on_lock, decoder_of(pfs_x_lock_req));
+    bind(PFS_MSG_GETLK, &Service::on_getlk, decoder_of(pfs_x_lock_req));
     bind(PFS_MSG_SESSION_RENEW, &Service::on_session_renew);
     bind(PFS_MSG_SESSION_END, &Service::on_session_end);
-    bind(PFS_MSG_MKDIR_ON, &Service::on_mkdir_on);
-    bind(PFS_MSG_MKDIR_DETACHED, &Service::on_mkdir_detached);
-    bind(PFS_MSG_RMDIR_DETACHED, &Service::on_rmdir_detached);
-    bind(PFS_MSG_ENTRY_CHECK, &Service::on_entry_check);
-    bind(PFS_MSG_LIST_DETACHED, &Service::on_list_detached);
-    bind(PFS_MSG_MOVE, &Service::on_move);
-    bind(PFS_MSG_REMOTE_LINK, &Service::on_remote_link);
-    bind(PFS_MSG_ENTRY_DROP, &Service::on_entry_drop);
-    bind(PFS_MSG_FALLOCATE, &Service::on_fallocate);
-    bind(PFS_MSG_GET_LAYOUT, &Service::on_get_layout);
+    bind(PFS_MSG_MKDIR_ON, &Service::on_mkdir_on, decoder_of(pfs_x_mkdir_on));
+    bind(PFS_MSG_MKDIR_DETACHED, &Service::on_mkdir_detached, decoder_of(pfs_x_mkdir_detached));
+    bind(PFS_MSG_RMDIR_DETACHED, &Service::on_rmdir_detached, decoder_of(pfs_x_rmdir_detached));
+    bind(PFS_MSG_ENTRY_CHECK, &Service::on_entry_check, decoder_of(pfs_x_entry_check));
+    bind(PFS_MSG_LIST_DETACHED, &Service::on_list_detached, decoder_of(pfs_x_list_detached));
+    bind(PFS_MSG_MOVE, &Service::on_move, decoder_of(pfs_x_move));
+    bind(PFS_MSG_REMOTE_LINK, &Service::on_remote_link, decoder_of(pfs_x_remote_link));
+    bind(PFS_MSG_ENTRY_DROP, &Service::on_entry_drop, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_FALLOCATE, &Service::on_fallocate, decoder_of(pfs_x_fallocate));
+    bind(PFS_MSG_GET_LAYOUT, &Service::on_get_layout, decoder_of(pfs_x_entry_id));
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -371,9 +372,8 @@ awaitable<Reply> Service::on_mkdir(Request& req) {
 }
 
 awaitable<Reply> Service::on_symlink(Request& req) {
-    auto m = std::make_unique<pfs_symlink>();
-    if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); }))
-        co_return malformed(PFS_MSG_SYMLINK);
+    auto m = body(req, pfs_x_symlink);
+    if (!m) co_return malformed(PFS_MSG_SYMLINK);
     const Caller who = caller(req);
     if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
     co_return co_await added_reply(req, m->dir, ns_->symlink(m->dir, m->name, m->target, who.uid, who.gid, now()));
@@ -446,9 +446,8 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
 }
 
 awaitable<Reply> Service::on_rename(Request& req) {
-    auto m = std::make_unique<pfs_rename>();
-    if (!decode_payload(req.frame.payload, [&](pfs_xdr* x) { pfs_x_rename(x, m.get()); }))
-        co_return malformed(PFS_MSG_RENAME);
+    auto m = body(req, pfs_x_rename);
+    if (!m) co_return malformed(PFS_MSG_RENAME);
     if (!ns_->is_local(m->src_dir)) co_return Reply::fail(EXDEV, "the source directory is on another metadata server");
     if (auto st = co_await may_rename(req, *m); !st) co_return Reply::from(st.error());
     if (!ns_->is_local(m->dst_dir)) co_return co_await move_across(req, *m);

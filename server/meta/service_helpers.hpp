@@ -28,9 +28,10 @@ private:
     bool held_;
 };
 
+// Decoded on the connection's loop where the route says how (Service::install).
 template <class M>
-Result<M> body(const Request& req, int (*xfer)(pfs_xdr*, M*)) {
-    return decode(req.frame.payload, xfer);
+Result<M> body(Request& req, int (*xfer)(pfs_xdr*, M*)) {
+    return request_body(req, xfer);
 }
 
 // The time a change made now is stamped with.

@@ -191,6 +191,57 @@ TEST_CASE("rpc: handlers_on runs every handler on one loop, the connections spre
     CHECK(clients_of_loop(replies, 0) == std::map<uint8_t, int>{{0, 2}, {1, 2}, {2, 2}});
 }
 
+TEST_CASE("rpc: a route's decoder runs on the connection's loop, its handler on handlers_on's", "[rpc][loops]") {
+    SpreadServer spread;
+    RpcServer& server = spread.server;
+    server.handlers_on(spread.io.get_executor());
+    server.handle(
+        kWhere,
+        [&](Request& req) -> awaitable<Reply> {
+            const auto* decoded_on = std::any_cast<uint8_t>(&req.decoded);
+            if (!decoded_on) co_return Reply::fail(EINVAL, "not decoded ahead of the handler");
+            uint8_t conn_loop = 0;
+            for (unsigned i = 0; i < spread.loops.size(); ++i)
+                if (req.conn->executor() == spread.loops.executor(i)) conn_loop = static_cast<uint8_t>(i + 1);
+            co_return Reply::ok(Bytes{conn_loop, *decoded_on, static_cast<uint8_t>(WorkerLoops::current())});
+        },
+        PFS_SENT_BY_ANY,
+        [](std::span<const uint8_t>) -> std::any { return static_cast<uint8_t>(WorkerLoops::current()); });
+    auto port = server.start();
+    REQUIRE(port);
+
+    std::vector<int> notices;
+    auto replies = six_clients_ask(spread.io, *port, notices);
+    CHECK(clients_of_loop(replies, 0) == std::map<uint8_t, int>{{0, 2}, {1, 2}, {2, 2}});
+    // Decoded where the connection is served, handled on the main loop.
+    for (const auto& of_client : replies)
+        for (const auto& body : of_client) {
+            REQUIRE(body.size() == 3);
+            CHECK(body[1] == body[0]);
+            CHECK(body[2] == 0);
+        }
+}
+
+TEST_CASE("rpc: request_body takes what the decoder made, once, and decodes the payload otherwise", "[rpc]") {
+    const pfs_entry_id sent{7, 1, 1};
+    Frame frame{make_header(PFS_MSG_GETATTR, 0), *encode(pfs_x_entry_id, sent)};
+    Request req{frame, nullptr, auth::Role::client, {}, {}};
+    // Ahead of the handler the decoder made a body unlike the payload's: that one is taken.
+    req.decoded = DecodedBody<pfs_entry_id>{pfs_x_entry_id, pfs_entry_id{9, 1, 2}};
+    auto early = request_body(req, pfs_x_entry_id);
+    REQUIRE(early);
+    CHECK(early->ino == 9);
+    CHECK_FALSE(req.decoded.has_value());
+    auto again = request_body(req, pfs_x_entry_id);
+    REQUIRE(again);
+    CHECK(again->ino == 7);
+    // What the decoder made of a malformed payload is the handler's error.
+    Frame bad{make_header(PFS_MSG_GETATTR, 0), Bytes{1, 2, 3}};
+    Request bad_req{bad, nullptr, auth::Role::client, {}, {}};
+    bad_req.decoded = decoder_of(pfs_x_entry_id)(bad.payload);
+    CHECK_FALSE(request_body(bad_req, pfs_x_entry_id));
+}
+
 TEST_CASE("chunks: one store used from several loops at once, each through its ring", "[chunks][loops]") {
     // Few descriptors, so the loops evict each other's while they write.
     ChunkStoreOptions options;
