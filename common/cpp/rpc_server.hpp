@@ -132,8 +132,8 @@ public:
     void spread_over(WorkerLoops& loops);
     // Every handler runs on ex, whichever loop its connection is on: the
     // connection's loop reads and checks the frame and runs the route's
-    // decoder, ex runs the handler, the connection's loop sends the reply. For a service whose
-    // state belongs to one loop. Before start().
+    // decoder, ex runs the handler, the connection's loop sends the reply.
+    // For a service whose state belongs to one loop. Before start().
     void handlers_on(asio::any_io_executor ex) { handler_loop_ = std::move(ex); }
     // Every type that saw a request, ascending (GET_STATS is not counted).
     std::vector<MsgStats> stats() const;

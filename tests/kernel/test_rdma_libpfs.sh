@@ -124,8 +124,9 @@ rail_copy() {
 	(
 		export PFS_LOG_LEVEL=info
 		# A request's timeout is not what is tested: under TCG the kernel
-		# stalls for seconds now and then when a soft-RoCE port goes
-		# down (14 s seen), and requests on the rail left time out with it.
+		# stalled for seconds now and then when a soft-RoCE port went
+		# down (14 s seen; lib.sh's rail_down says why and what stops it),
+		# and requests on the rail left timed out with it.
 		exec "$PFS_BUILD/utils/ctl/pfs-ctl" --config "$PFS_CLUSTER_DIR/etc/ctl.conf" --timeout-ms 30000 \
 			--rails $rails --transport rdma --transport-stats cp "$3" "$4" 2> /tmp/rail.stats
 	) &
