@@ -350,7 +350,7 @@ static int pfs_file_reopen(struct file *file)
 			      READ_ONCE(fi->open_epoch)))
 		goto out;	/* another task of ours did it */
 	rc = pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN, pfs_x_open,
-			       &req, &attr, layout, &epoch);
+			       &req, &attr, layout, &epoch, NULL);
 	if (!rc) {
 		WRITE_ONCE(fi->open_epoch, epoch);
 		pr_info_ratelimited("inode %llu opened again: metadata node %u had lost our session\n",
@@ -412,7 +412,7 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		goto out;
 	}
 	rc = pfs_meta_open_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
-				&attr, layout, &epoch);
+				&attr, layout, &epoch, NULL);
 	if (rc)
 		goto out;
 	if (pfs_stripe_check(layout->chunk_size, layout->count)) {

@@ -66,14 +66,15 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       struct pfs_attr *attr, struct pfs_layout *layout)
 {
 	return pfs_meta_open_call(sb, owner, type, req, req_len, attr, layout,
-				  NULL);
+				  NULL, NULL);
 }
 
 int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout,
-		       u64 *epoch)
+		       u64 *epoch, bool *made)
 {
+	struct pfs_create_made created = {};
 	struct pfs_rpc rpc = {
 		.type = type,
 		.req = req,
@@ -89,6 +90,8 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	if (rc)
 		goto out;
 	pfs_xdr_init_decode(&x, rpc.reply, rpc.reply_len);
+	if (made)
+		pfs_x_create_made(&x, &created);
 	pfs_x_attr(&x, attr);
 	/* A layout follows the attributes of files (CREATE, OPEN). */
 	if (layout && pfs_xdr_remaining(&x))
@@ -100,6 +103,8 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		pr_warn_ratelimited("malformed %s reply\n", pfs_msg_name(type));
 	else
 		rc = pfs_attr_check(type, attr);
+	if (made)
+		*made = created.made;
 out:
 	pfs_rpc_release(&rpc);
 	return rc;

@@ -308,7 +308,7 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 			goto out;
 	}
 	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
-			       &attr, layout, epoch);
+			       &attr, layout, epoch, NULL);
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
@@ -371,7 +371,8 @@ static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 	rc = pfs_set_name(m->name, &dentry->d_name);
 	if (!rc)
 		rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
-				       pfs_x_open_name, m, attr, layout, epoch);
+				       pfs_x_open_name, m, attr, layout, epoch,
+				       NULL);
 	kfree(m);
 	return rc;
 }
@@ -424,10 +425,142 @@ static int pfs_create_open(struct inode *dir, struct dentry *dentry,
 }
 
 /*
+ * An open by name whose server answered with the entry (attr): opened
+ * there if it is a regular file with its layout, else only looked up, for
+ * the VFS to go on with (->open for a file of another metadata server, a
+ * symlink followed, a directory refused to O_CREAT).
+ */
+static int pfs_open_found(struct inode *dir, struct dentry *dentry,
+			  struct file *file, const struct pfs_attr *attr,
+			  struct pfs_layout *layout, u64 epoch,
+			  unsigned int gen)
+{
+	bool opened = S_ISREG(attr->mode) && layout->count;
+	struct inode *inode;
+	struct dentry *res;
+	int rc;
+
+	inode = pfs_iget(dir->i_sb, attr);
+	if (IS_ERR(inode)) {
+		rc = PTR_ERR(inode);
+		goto out_close;
+	}
+	if (opened) {
+		rc = pfs_inode_set_layout(inode, layout);
+		if (rc) {
+			iput(inode);
+			goto out_close;
+		}
+	}
+	pfs_dentry_stamp(dentry, gen);
+	res = d_splice_alias(inode, dentry);
+	if (IS_ERR(res)) {
+		rc = PTR_ERR(res);
+		goto out_close;
+	}
+	if (!opened)
+		return finish_no_open(file, res);
+	rc = pfs_finish_counted(file, res ?: dentry, &attr->id, epoch);
+	dput(res);
+	return rc;
+out_close:
+	if (opened)
+		pfs_close_later(dir->i_sb, &attr->id, epoch);
+	return rc;
+}
+
+/* What opening an existing file asks of it (the server checks it). */
+static u32 pfs_create_access(unsigned int flags)
+{
+	u32 access = 0;
+
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		access |= PFS_CREATE_READ;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		access |= PFS_CREATE_WRITE;
+	return access;
+}
+
+/*
+ * O_CREAT without O_EXCL of a name the dentry cache does not know: one
+ * CREATE (PFS_CREATE_FIND) makes and opens the file, or finds the name as
+ * OPEN_NAME does (pfs_open_found), instead of a lookup and then a create
+ * and an open.
+ */
+static int pfs_create_find(struct inode *dir, struct dentry *dentry,
+			   struct file *file, umode_t mode)
+{
+	struct posix_acl *default_acl = NULL, *acl = NULL;
+	unsigned int gen = pfs_names_gen(dir);
+	struct pfs_layout *layout;
+	struct pfs_create *m;
+	struct pfs_attr attr;
+	struct inode *inode;
+	struct dentry *res;
+	bool made = false;
+	u64 epoch = 0;
+	int rc;
+
+	rc = posix_acl_create(dir, &mode, &default_acl, &acl);
+	if (rc)
+		return rc;
+	rc = -ENOMEM;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!m || !layout)
+		goto out;
+	m->dir = PFS_I(dir)->id;
+	m->mode = mode & 07777;
+	m->flags = PFS_CREATE_OPEN | PFS_CREATE_FIND |
+		   pfs_create_access(file->f_flags);
+	rc = pfs_set_name(m->name, &dentry->d_name);
+	if (rc)
+		goto out;
+	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_CREATE,
+			       pfs_x_create, m, &attr, layout, &epoch, &made);
+	if (rc || made)
+		pfs_dir_changed(dir, rc);
+	if (rc)
+		goto out;
+	if (!made) {
+		rc = pfs_open_found(dir, dentry, file, &attr, layout, epoch,
+				    gen);
+		goto out;
+	}
+	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl);
+	if (IS_ERR(inode)) {
+		rc = PTR_ERR(inode);
+		goto out_close;
+	}
+	/* As pfs_make_entry: a file we made has no security.capability. */
+	if (S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
+		inode_set_flags(inode, S_NOSEC, S_NOSEC);
+	pfs_dentry_stamp(dentry, gen);
+	res = d_splice_alias(inode, dentry);
+	if (IS_ERR(res)) {
+		rc = PTR_ERR(res);
+		goto out_close;
+	}
+	file->f_mode |= FMODE_CREATED;
+	rc = pfs_finish_counted(file, res ?: dentry, &attr.id, epoch);
+	dput(res);
+	goto out;
+out_close:
+	pfs_close_later(dir->i_sb, &attr.id, epoch);
+out:
+	posix_acl_release(default_acl);
+	posix_acl_release(acl);
+	kfree(layout);
+	kfree(m);
+	return rc;
+}
+
+/*
  * Opens of names the dentry cache does not know take one round trip:
  * OPEN_NAME looks the name up and opens a regular file, CREATE creates and
- * opens with O_CREAT|O_EXCL. Everything else goes the usual way: a lookup,
- * then a create or the VFS's own open (->open, OPEN).
+ * opens (O_CREAT|O_EXCL), or finds and opens (O_CREAT). Everything else
+ * goes the usual way: a lookup, then a create or the VFS's own open
+ * (->open, OPEN).
  */
 static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 			   struct file *file, unsigned int flags,
@@ -438,8 +571,6 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 	struct pfs_layout *layout;
 	struct dentry *res = NULL;
 	struct pfs_attr attr;
-	struct inode *inode;
-	bool opened = false;
 	u64 epoch = 0;
 	int rc;
 
@@ -447,8 +578,11 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 		return -ENAMETOOLONG;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return pfs_create_open(dir, dentry, file, mode);
-	if (!(flags & (O_CREAT | O_DIRECTORY)) && d_in_lookup(dentry))
+	if (!(flags & O_DIRECTORY) && d_in_lookup(dentry)) {
+		if (flags & O_CREAT)
+			return pfs_create_find(dir, dentry, file, mode);
 		goto open_name;
+	}
 
 	if (flags & O_CREAT)
 		lookup_flags |= LOOKUP_CREATE;
@@ -477,45 +611,10 @@ open_name:
 	if (rc == -ENOENT) {
 		pfs_dentry_stamp(dentry, gen);
 		rc = finish_no_open(file, d_splice_alias(NULL, dentry));
-		goto out;
+	} else if (!rc) {
+		rc = pfs_open_found(dir, dentry, file, &attr, layout, epoch,
+				    gen);
 	}
-	if (rc)
-		goto out;
-	/*
-	 * The server opened it if and only if it is a regular file with its
-	 * layout: a file of another metadata server comes back only looked up
-	 * and is opened there by ->open.
-	 */
-	opened = S_ISREG(attr.mode) && layout->count;
-	inode = pfs_iget(dir->i_sb, &attr);
-	if (IS_ERR(inode)) {
-		rc = PTR_ERR(inode);
-		goto out_close;
-	}
-	if (opened) {
-		rc = pfs_inode_set_layout(inode, layout);
-		if (rc) {
-			iput(inode);
-			goto out_close;
-		}
-	}
-	pfs_dentry_stamp(dentry, gen);
-	res = d_splice_alias(inode, dentry);
-	if (IS_ERR(res)) {
-		rc = PTR_ERR(res);
-		goto out_close;
-	}
-	if (!opened) {
-		rc = finish_no_open(file, res);
-		goto out;
-	}
-	rc = pfs_finish_counted(file, res ?: dentry, &attr.id, epoch);
-	dput(res);
-	goto out;
-out_close:
-	if (opened)
-		pfs_close_later(dir->i_sb, &attr.id, epoch);
-out:
 	kfree(layout);
 	return rc;
 }

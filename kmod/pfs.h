@@ -338,14 +338,17 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       struct pfs_attr *attr, struct pfs_layout *layout);
 /*
  * The same for requests that open (OPEN, OPEN_NAME, CREATE): *epoch gets
- * the session epoch the open was granted under (see session.c).
+ * the session epoch the open was granted under (see session.c). made:
+ * NULL, or the reply starts with struct pfs_create_made (CREATE with
+ * PFS_CREATE_FIND), whose answer goes there.
  */
 int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout,
-		       u64 *epoch);
+		       u64 *epoch, bool *made);
 /* pfs_meta_open_call of msg, encoded with its XDR function xfn. */
-#define pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, epoch) \
+#define pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, epoch, \
+			  made)						\
 ({									\
 	u32 __len = 0;							\
 	void *__req = pfs_encode(xfn, (msg), &__len);			\
@@ -353,7 +356,7 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	if (!__rc) {							\
 		__rc = pfs_meta_open_call((sb), (owner), (type), __req,	\
 					  __len, (attr), (layout),	\
-					  (epoch));			\
+					  (epoch), (made));		\
 		kfree(__req);						\
 	}								\
 	__rc;								\
@@ -362,7 +365,7 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 int pfs_attr_check(u16 type, const struct pfs_attr *attr);
 /* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
 #define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
-	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL)
+	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL, NULL)
 
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;

@@ -32,47 +32,62 @@ void TcpChannel::close() {
     socket_.close(ec);
 }
 
+void TcpChannel::use_buffer(bool large) {
+    if (!large) {
+        heap_.reset();
+        buffer_ = small_.data();
+        capacity_ = small_.size();
+        return;
+    }
+    if (!heap_) heap_ = std::make_unique_for_overwrite<uint8_t[]>(kReadBuffer);
+    buffer_ = heap_.get();
+    capacity_ = kReadBuffer;
+}
+
 awaitable<Status> TcpChannel::fill(size_t want) {
     if (read_end_ - read_pos_ >= want) co_return ok_status();
     if (read_pos_ == read_end_) {
         read_pos_ = read_end_ = 0;
-        if (!read_) read_ = std::make_unique<uint8_t[]>(kReadBuffer);
-        // Nothing buffered and nothing to read: wait without a buffer, so
-        // that an idle connection (thousands of them) holds none.
+        // A connection whose last read filled its buffer is busy and reads
+        // in large gulps; any other reads through the small buffer, so that
+        // an idle connection (thousands of them) holds no heap buffer.
+        use_buffer(busy_);
+        // Read at once, before any wait: a peer's close is seen here, before
+        // the caller of the reply just read goes on.
         boost::system::error_code ec;
-        size_t n = socket_.read_some(asio::buffer(read_.get(), kReadBuffer), ec);
+        size_t n = socket_.read_some(asio::buffer(buffer_, capacity_), ec);
         if (ec == asio::error::would_block || ec == asio::error::try_again) {
-            read_.reset();
+            use_buffer(false);
             co_await socket_.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
             if (ec) co_return Error{-ECONNRESET, ec.message()};
-            read_ = std::make_unique<uint8_t[]>(kReadBuffer);
         } else if (ec) {
             co_return Error{-ECONNRESET, ec == asio::error::eof ? "connection closed by peer" : ec.message()};
         } else {
             read_end_ = n;
+            busy_ = n == capacity_;
         }
+    } else if (read_pos_) {
+        // Only ever less than a header is left here: move it to the front.
+        std::memmove(buffer_, buffer_ + read_pos_, read_end_ - read_pos_);
+        read_end_ -= read_pos_;
+        read_pos_ = 0;
     }
-    if (read_end_ - read_pos_ >= want) co_return ok_status();
-    // Only ever less than a header is left here: move it to the front.
-    std::memmove(read_.get(), read_.get() + read_pos_, read_end_ - read_pos_);
-    read_end_ -= read_pos_;
-    read_pos_ = 0;
     while (read_end_ < want) {
         boost::system::error_code ec;
-        size_t n = co_await socket_.async_read_some(asio::buffer(read_.get() + read_end_, kReadBuffer - read_end_),
+        size_t n = co_await socket_.async_read_some(asio::buffer(buffer_ + read_end_, capacity_ - read_end_),
                                                     asio::redirect_error(asio::use_awaitable, ec));
         if (ec) co_return Error{-ECONNRESET, ec == asio::error::eof ? "connection closed by peer" : ec.message()};
         read_end_ += n;
+        busy_ = read_end_ == capacity_;
     }
     co_return ok_status();
 }
 
 awaitable<Result<pfs_header>> TcpChannel::read_header(uint32_t max_payload) {
-    static_assert(PFS_HEADER_SIZE <= kReadBuffer);
     auto got = co_await fill(PFS_HEADER_SIZE);
     if (!got) co_return got.error();
     pfs_header header{};
-    int rc = pfs_header_decode(&header, read_.get() + read_pos_, PFS_HEADER_SIZE);
+    int rc = pfs_header_decode(&header, buffer_ + read_pos_, PFS_HEADER_SIZE);
     if (rc == 0 && header.payload_len > max_payload) rc = -EMSGSIZE;
     if (rc) {
         std::string why = rc == -EMSGSIZE ? "payload length " + std::to_string(header.payload_len) +
@@ -81,7 +96,7 @@ awaitable<Result<pfs_header>> TcpChannel::read_header(uint32_t max_payload) {
                                                  : "malformed frame header";
         co_return Error{rc, why};
     }
-    std::memcpy(raw_header_.data(), read_.get() + read_pos_, PFS_HEADER_SIZE);
+    std::memcpy(raw_header_.data(), buffer_ + read_pos_, PFS_HEADER_SIZE);
     read_pos_ += PFS_HEADER_SIZE;
     if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
     co_return header;
@@ -89,7 +104,7 @@ awaitable<Result<pfs_header>> TcpChannel::read_header(uint32_t max_payload) {
 
 awaitable<Status> TcpChannel::read_exact(std::span<uint8_t> into) {
     const size_t buffered = std::min(into.size(), read_end_ - read_pos_);
-    if (buffered) std::memcpy(into.data(), read_.get() + read_pos_, buffered);
+    if (buffered) std::memcpy(into.data(), buffer_ + read_pos_, buffered);
     read_pos_ += buffered;
     if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
     if (buffered < into.size()) {
@@ -108,7 +123,7 @@ awaitable<Status> TcpChannel::check_tag(std::span<const uint8_t> a, std::span<co
     auto tail = co_await fill(PFS_FRAME_MAC_LEN);
     if (!tail) co_return tail.error();
     auth::FrameTag tag;
-    std::memcpy(tag.data(), read_.get() + read_pos_, tag.size());
+    std::memcpy(tag.data(), buffer_ + read_pos_, tag.size());
     read_pos_ += tag.size();
     if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
     if (!mac_->verify(raw_header_, {a, b, c}, tag)) co_return Error{-EBADMSG, "frame MAC does not verify"};

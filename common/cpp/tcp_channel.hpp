@@ -66,6 +66,8 @@ private:
     awaitable<void> write_loop();
     // At least `want` unread bytes in the read buffer, receiving as needed.
     awaitable<Status> fill(size_t want);
+    // Reads go to heap_ (allocated now if need be) or to small_ (heap_ freed).
+    void use_buffer(bool large);
     // Exactly into.size() bytes, buffered ones first.
     awaitable<Status> read_exact(std::span<uint8_t> into);
     // The frame's MAC, over its payload's pieces in order.
@@ -94,11 +96,18 @@ private:
     std::atomic<size_t> queued_bytes_{0};  // read from other loops (the backlog check of a notice)
     bool writing_ = false;
     bool close_when_sent_ = false;
-    // Received and not yet taken: read_[read_pos_, read_end_).
+    // Received and not yet taken: buffer_[read_pos_, read_end_), where
+    // buffer_ is small_ or, while the connection is busy, heap_.
     static constexpr size_t kReadBuffer = 16u << 10;
-    std::unique_ptr<uint8_t[]> read_;
+    static constexpr size_t kSmallRead = 512;  // a header, a MAC and most small requests
+    static_assert(PFS_HEADER_SIZE <= kSmallRead && PFS_FRAME_MAC_LEN <= kSmallRead);
+    std::array<uint8_t, kSmallRead> small_;
+    std::unique_ptr<uint8_t[]> heap_;
+    uint8_t* buffer_ = small_.data();
+    size_t capacity_ = kSmallRead;
     size_t read_pos_ = 0;
     size_t read_end_ = 0;
+    bool busy_ = false;  // the last read filled the buffer
     // Where the bulk data of the replies to requests in flight goes, by
     // request id; an entry lives as long as its request's ticket. A ticket
     // dropped while its reply's data is being received (a timeout) closes

@@ -569,6 +569,15 @@ int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m)
 	return pfs_x_u32(x, &m->flags);
 }
 
+int pfs_x_create_made(struct pfs_xdr *x, struct pfs_create_made *m)
+{
+	if (pfs_x_u32(x, &m->made))
+		return x->err;
+	if (pfs_xdr_decoding(x) && m->made > 1)
+		x->err = -EBADMSG;
+	return x->err;
+}
+
 int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m)
 {
 	pfs_x_entry_id(x, &m->dir);

@@ -681,8 +681,21 @@ enum pfs_create_flags {
 	 * (with OPEN): freed at its last close unless LINK names it first.
 	 */
 	PFS_CREATE_TMPFILE = 1u << 4,
+	/*
+	 * With OPEN and without EXCL: O_CREAT as a kernel client needs it,
+	 * in one round trip. An existing name is found as OPEN_NAME finds
+	 * it (a regular file of this server opened, anything else only
+	 * looked up, nothing opened); a new one is made and opened. The
+	 * reply starts with struct pfs_create_made.
+	 */
+	PFS_CREATE_FIND = 1u << 5,
 };
-#define PFS_CREATE_KNOWN 0x1fu
+#define PFS_CREATE_KNOWN 0x3fu
+
+/* Leads the reply to CREATE with PFS_CREATE_FIND. */
+struct pfs_create_made {
+	__u32 made;		/* 1: this request made the file; 0: found */
+};
 
 struct pfs_create {
 	struct pfs_entry_id dir;
@@ -1272,6 +1285,7 @@ int pfs_x_dir_page(struct pfs_xdr *x, struct pfs_dir_page *m);
 int pfs_x_dirent(struct pfs_xdr *x, struct pfs_dirent *m);
 int pfs_x_dirent_plus(struct pfs_xdr *x, struct pfs_dirent_plus *m);
 int pfs_x_open(struct pfs_xdr *x, struct pfs_open *m);
+int pfs_x_create_made(struct pfs_xdr *x, struct pfs_create_made *m);
 int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m);
 int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m);
 int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m);

@@ -298,33 +298,65 @@ awaitable<Reply> Service::on_create(Request& req) {
     if (!m) co_return malformed(PFS_MSG_CREATE);
     const Caller who = caller(req);
     if (m->flags & PFS_CREATE_TMPFILE) co_return co_await create_tmpfile(req, *m, who);
+    if ((m->flags & (PFS_CREATE_FIND | PFS_CREATE_EXCL | PFS_CREATE_OPEN)) == (PFS_CREATE_FIND | PFS_CREATE_OPEN))
+        co_return co_await create_or_find(req, *m);
+    co_return co_await create_file(req, *m, who);
+}
+
+// PFS_CREATE_FIND: an existing name found as OPEN_NAME finds it, a new one
+// made and opened as with O_EXCL; the reply says which.
+awaitable<Reply> Service::create_or_find(Request& req, const pfs_create& m) {
+    bool exists = static_cast<bool>(ns_->resolve(m.dir, m.name));
+    Reply reply = Reply::fail(PFS_E_INTERNAL, "");
+    if (!exists) {
+        pfs_create exclusive = m;
+        exclusive.flags = (m.flags & ~PFS_CREATE_FIND) | PFS_CREATE_EXCL;
+        reply = co_await create_file(req, exclusive, caller(req));
+        // Made meanwhile by another (only while the map was fetched again).
+        exists = reply.status == EEXIST;
+    }
+    if (exists) reply = co_await find_name(req, m.dir, m.name, create_open_mask(m.flags));
+    if (reply.status != PFS_OK) co_return reply;
+    pfs_create_made made{exists ? 0u : 1u};
+    Bytes body = *encode(pfs_x_create_made, made);
+    body.insert(body.end(), reply.body.begin(), reply.body.end());
+    reply.body = std::move(body);
+    co_return reply;
+}
+
+int Service::create_open_mask(uint32_t flags) {
+    if (!(flags & PFS_CREATE_WRITE)) return R_OK;
+    return (flags & PFS_CREATE_READ) ? R_OK | W_OK : W_OK;
+}
+
+awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const Caller& who) {
     // An existing file is looked up and opened (X on the directory, the
     // open's permissions on the file); a new name needs W and X.
-    auto existing = ns_->resolve(m->dir, m->name);
-    if (existing && !(m->flags & PFS_CREATE_EXCL)) {
-        if (auto st = ns_->may_access(m->dir, who, X_OK); !st) co_return Reply::from(st.error());
-        if ((m->flags & PFS_CREATE_OPEN) && ns_->is_local(existing->id) && existing->type == DT_REG) {
-            const int mask = (m->flags & PFS_CREATE_WRITE) ? ((m->flags & PFS_CREATE_READ) ? R_OK | W_OK : W_OK) : R_OK;
-            if (auto st = ns_->may_access(existing->id, who, mask); !st) co_return Reply::from(st.error());
+    auto existing = ns_->resolve(m.dir, m.name);
+    if (existing && !(m.flags & PFS_CREATE_EXCL)) {
+        if (auto st = ns_->may_access(m.dir, who, X_OK); !st) co_return Reply::from(st.error());
+        if ((m.flags & PFS_CREATE_OPEN) && ns_->is_local(existing->id) && existing->type == DT_REG) {
+            if (auto st = ns_->may_access(existing->id, who, create_open_mask(m.flags)); !st)
+                co_return Reply::from(st.error());
         }
-    } else if (auto st = ns_->may_access(m->dir, who, W_OK | X_OK); !st) {
+    } else if (auto st = ns_->may_access(m.dir, who, W_OK | X_OK); !st) {
         co_return Reply::from(st.error());
     }
     auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
     auto create = [&] {
-        return ns_->create(m->dir, m->name, m->mode, who.uid, who.gid, now(), choose,
-                           (m->flags & PFS_CREATE_EXCL) != 0);
+        return ns_->create(m.dir, m.name, m.mode, who.uid, who.gid, now(), choose,
+                           (m.flags & PFS_CREATE_EXCL) != 0);
     };
     auto created = co_await with_targets(create);
     if (!created) co_return Reply::from(created.error());
     if (created->created) {
-        const pfs_entry_id ids[] = {m->dir, created->attr.id};
+        const pfs_entry_id ids[] = {m.dir, created->attr.id};
         changed(req, ids);
     } else {
-        watched(req, m->dir);
+        watched(req, m.dir);
         watched(req, created->attr.id);
     }
-    if (m->flags & PFS_CREATE_OPEN) {
+    if (m.flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
     co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
@@ -578,9 +610,15 @@ Reply Service::opened_reply(const Request& req, const Attr& attr) {
 awaitable<Reply> Service::on_open_name(Request& req) {
     auto m = body(req, pfs_x_open_name);
     if (!m) co_return malformed(PFS_MSG_OPEN_NAME);
-    if (auto st = allowed(req, m->dir, X_OK); !st) co_return Reply::from(st.error());
-    auto slot = ns_->resolve(m->dir, m->name);
-    watched(req, m->dir);
+    co_return co_await find_name(req, m->dir, m->name, open_mask(m->flags));
+}
+
+// A name looked up, and opened if it is a regular file of this server
+// (mask: what the open asks of it).
+awaitable<Reply> Service::find_name(Request& req, const pfs_entry_id& dir, std::string_view name, int mask) {
+    if (auto st = allowed(req, dir, X_OK); !st) co_return Reply::from(st.error());
+    auto slot = ns_->resolve(dir, name);
+    watched(req, dir);
     if (!slot) co_return Reply::from(slot.error());
     // An inode of another server is only looked up: the client opens it
     // there (a file's answer has no layout).
@@ -589,7 +627,7 @@ awaitable<Reply> Service::on_open_name(Request& req) {
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
-    if (auto st = allowed(req, attr->id, open_mask(m->flags)); !st) co_return Reply::from(st.error());
+    if (auto st = allowed(req, attr->id, mask); !st) co_return Reply::from(st.error());
     co_return opened_reply(req, *attr);
 }
 

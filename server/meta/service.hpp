@@ -73,6 +73,10 @@ private:
     awaitable<Reply> on_symlink(Request& req);
     awaitable<Reply> on_mknod(Request& req);
     awaitable<Reply> create_tmpfile(Request& req, const pfs_create& m, const Caller& who);
+    awaitable<Reply> create_or_find(Request& req, const pfs_create& m);
+    awaitable<Reply> create_file(Request& req, const pfs_create& m, const Caller& who);
+    // What opening an existing file asks of it, from PFS_CREATE_READ/WRITE.
+    static int create_open_mask(uint32_t flags);
     // make(), and once more after a look at the map if it found no targets.
     template <class Make>
     awaitable<std::invoke_result_t<Make>> with_targets(Make make);
@@ -85,6 +89,7 @@ private:
     awaitable<Reply> on_readdir(Request& req);
     awaitable<Reply> on_open(Request& req);
     awaitable<Reply> on_open_name(Request& req);
+    awaitable<Reply> find_name(Request& req, const pfs_entry_id& dir, std::string_view name, int mask);
     awaitable<Reply> on_close(Request& req);
     awaitable<Reply> on_close_many(Request& req);
     awaitable<Reply> on_getxattr(Request& req);

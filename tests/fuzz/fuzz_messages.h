@@ -58,6 +58,7 @@ FUZZ_WRAP(pattern)
 FUZZ_WRAP(set_pattern)
 FUZZ_WRAP(name_req)
 FUZZ_WRAP(create)
+FUZZ_WRAP(create_made)
 FUZZ_WRAP(symlink)
 FUZZ_WRAP(mknod)
 FUZZ_WRAP(path)
@@ -177,6 +178,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(set_pattern),
 	FUZZ_BODY(name_req),
 	FUZZ_BODY(create),
+	FUZZ_BODY(create_made),
 	FUZZ_BODY(symlink),
 	FUZZ_BODY(path),
 	FUZZ_BODY(link),

@@ -283,6 +283,59 @@ static void revoked(void)
 	t_run(&T_USER_B, opens, f2);
 }
 
+/*
+ * O_CREAT without O_EXCL of names the other mount has never looked up (one
+ * request there makes the file or finds the name): an existing file opens
+ * with its data (O_TRUNC cuts it), a directory gives EISDIR, a symlink is
+ * followed, and an open asks of an existing file what it asks of any.
+ */
+static void open_create_unseen(void *arg)
+{
+	(void)arg;
+	/* an existing file of root's, 0644: readable, not writable */
+	SYS(close(SYS(open(t_path2("rootf"), O_CREAT | O_RDONLY, 0600))));
+	ERR(open(t_path2("rootf"), O_CREAT | O_WRONLY, 0600), EACCES);
+	/* a new file is its creator's to write whatever its mode */
+	int fd = SYS(open(t_path2("mine"), O_CREAT | O_WRONLY, 0444));
+
+	CHECK_EQ(SYS(write(fd, "m", 1)), 1);
+	SYS(close(fd));
+}
+
+static void create_unseen(void)
+{
+	umask(022);
+	t_put("f", "old data");
+	SYS(mkdir("d", 0755));
+	SYS(symlink("target", "l"));
+	t_put("rootf", "root's");
+	SYS(chmod("rootf", 0644));
+	SYS(chmod(".", 0777));
+
+	int fd = SYS(open(t_path2("f"), O_CREAT | O_RDWR, 0600));
+
+	t_expect_fd(fd, "old data");
+	SYS(close(fd));
+	fd = SYS(open(t_path2("f"), O_CREAT | O_WRONLY | O_TRUNC, 0600));
+	CHECK_EQ(t_fstat(fd).st_size, 0);
+	CHECK_EQ(SYS(write(fd, "new", 3)), 3);
+	SYS(close(fd));
+	t_expect_str("f", "new");
+	CHECK_EQ(t_stat("f").st_mode & 07777, 0644);
+	ERR(open(t_path2("d"), O_CREAT | O_WRONLY, 0600), EISDIR);
+	fd = SYS(open(t_path2("l"), O_CREAT | O_WRONLY, 0640));
+	CHECK_EQ(SYS(write(fd, "via link", 8)), 8);
+	SYS(close(fd));
+	t_expect_str("target", "via link");
+	CHECK_EQ(t_stat("target").st_mode & 07777, 0640);
+	fd = SYS(open(t_path2("n"), O_CREAT | O_RDWR | O_TRUNC, 0600));
+	CHECK(t_fstat(fd).st_size == 0 && (t_fstat(fd).st_mode & 07777) == 0600);
+	SYS(close(fd));
+	t_run(&T_USER_A, open_create_unseen, NULL);
+	CHECK_EQ(t_stat("mine").st_uid, T_USER_A.uid);
+	t_expect_str("mine", "m");
+}
+
 static const struct t_case cases[] = {
 	{ "a new file shows on the other mount", created },
 	{ "close-to-open data both ways", close_to_open },
@@ -293,6 +346,7 @@ static const struct t_case cases[] = {
 	{ "xattr changes show on the other", xattrs },
 	{ "link, symlink, nlink on the other", links },
 	{ "chmod 0600 to another owner refuses an open on the other", revoked },
+	{ "O_CREAT of names the other never looked up", create_unseen },
 	{ NULL, NULL },
 };
 
