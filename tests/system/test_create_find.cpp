@@ -111,6 +111,17 @@ TEST_CASE("CREATE with FIND makes a new file or finds the name, and says which",
 
         // With EXCL it is the plain O_EXCL create.
         CHECK_ERRNO(co_await find("f", rw | PFS_CREATE_EXCL), -EEXIST);
+
+        // libpfs's O_CREAT asks of an existing file what its open asks.
+        FileSystemOptions as_user;
+        as_user.as = user;
+        FileSystem user_fs(cluster, as_user);
+        auto reading = co_await user_fs.open("/f", O_CREAT | O_RDONLY);
+        REQUIRE_OK(reading);
+        REQUIRE_OK(co_await user_fs.close(*reading));
+        CHECK_ERRNO(co_await user_fs.open("/f", O_CREAT | O_WRONLY), -EACCES);
+        CHECK_ERRNO(co_await user_fs.open("/f", O_CREAT | O_RDWR), -EACCES);
+        (void)co_await user_fs.shutdown();
         (void)co_await fs.shutdown();
     });
     REQUIRE(ok);
