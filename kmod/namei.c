@@ -249,13 +249,16 @@ static int pfs_apply_acls(struct inode *inode, struct posix_acl *default_acl,
 
 /*
  * The inode of an entry the server just made (attr; layout of a regular
- * file, or NULL) with the ACLs posix_acl_create chose for it.
+ * file, or NULL) with the ACLs posix_acl_create chose for it. ours: this
+ * request made it (the server may also have found one someone else made):
+ * a file of ours has no security.capability to remove, so its first write
+ * asks the server for none (file_remove_privs).
  */
 static struct inode *pfs_new_inode(struct inode *dir,
 				   const struct pfs_attr *attr,
 				   struct pfs_layout *layout,
 				   struct posix_acl *default_acl,
-				   struct posix_acl *acl)
+				   struct posix_acl *acl, bool ours)
 {
 	struct inode *inode = pfs_iget(dir->i_sb, attr);
 	int rc;
@@ -269,7 +272,41 @@ static struct inode *pfs_new_inode(struct inode *dir,
 		iput(inode);
 		return ERR_PTR(rc);
 	}
+	if (ours && S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
+		inode_set_flags(inode, S_NOSEC, S_NOSEC);
 	return inode;
+}
+
+/*
+ * The CREATE or MKDIR of dentry in dir, mode as posix_acl_create leaves it
+ * (the ACLs it gives the new entry in *default_acl and *acl, which the
+ * caller releases whatever the outcome).
+ */
+static struct pfs_create *pfs_create_req(struct inode *dir,
+					 struct dentry *dentry, umode_t mode,
+					 u32 flags,
+					 struct posix_acl **default_acl,
+					 struct posix_acl **acl)
+{
+	struct pfs_create *m;
+	int rc;
+
+	rc = posix_acl_create(dir, &mode, default_acl, acl);
+	if (rc)
+		return ERR_PTR(rc);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->dir = PFS_I(dir)->id;
+	m->mode = mode & 07777;
+	m->flags = flags;
+	rc = flags & PFS_CREATE_TMPFILE ? 0 :
+		pfs_set_name(m->name, &dentry->d_name);
+	if (rc) {
+		kfree(m);
+		return ERR_PTR(rc);
+	}
+	return m;
 }
 
 /*
@@ -290,20 +327,15 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	struct inode *inode;
 	int rc;
 
-	rc = posix_acl_create(dir, &mode, &default_acl, &acl);
-	if (rc)
-		return rc;
-	rc = -ENOMEM;
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	if (type == PFS_MSG_CREATE)
-		layout = kzalloc(sizeof(*layout), GFP_KERNEL);
-	if (!m || (type == PFS_MSG_CREATE && !layout))
+	m = pfs_create_req(dir, dentry, mode, flags, &default_acl, &acl);
+	rc = PTR_ERR_OR_ZERO(m);
+	if (rc) {
+		m = NULL;
 		goto out;
-	m->dir = PFS_I(dir)->id;
-	m->mode = mode & 07777;
-	m->flags = flags;
-	if (!(flags & PFS_CREATE_TMPFILE)) {
-		rc = pfs_set_name(m->name, &dentry->d_name);
+	}
+	if (type == PFS_MSG_CREATE) {
+		layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+		rc = layout ? 0 : -ENOMEM;
 		if (rc)
 			goto out;
 	}
@@ -312,17 +344,11 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
-	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl);
+	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl,
+			      flags & (PFS_CREATE_EXCL | PFS_CREATE_TMPFILE));
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out_opened;
-	/*
-	 * A file we made has no security.capability to remove: its first
-	 * write asks the server for none (file_remove_privs).
-	 */
-	if ((flags & (PFS_CREATE_EXCL | PFS_CREATE_TMPFILE)) &&
-	    S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
-		inode_set_flags(inode, S_NOSEC, S_NOSEC);
 	if (flags & PFS_CREATE_TMPFILE) {
 		/* nlink 0 on the server; d_tmpfile() drops the one it wants */
 		set_nlink(inode, 1);
@@ -425,6 +451,29 @@ static int pfs_create_open(struct inode *dir, struct dentry *dentry,
 }
 
 /*
+ * Puts inode, which the server opened under epoch, in dentry's place and
+ * ends the open with it; a failure closes the server's open again.
+ */
+static int pfs_splice_opened(struct inode *dir, struct dentry *dentry,
+			     struct file *file, struct inode *inode,
+			     const struct pfs_entry_id *id, u64 epoch,
+			     unsigned int gen)
+{
+	struct dentry *res;
+	int rc;
+
+	pfs_dentry_stamp(dentry, gen);
+	res = d_splice_alias(inode, dentry);
+	if (IS_ERR(res)) {
+		pfs_close_later(dir->i_sb, id, epoch);
+		return PTR_ERR(res);
+	}
+	rc = pfs_finish_counted(file, res ?: dentry, id, epoch);
+	dput(res);
+	return rc;
+}
+
+/*
  * An open by name whose server answered with the entry (attr): opened
  * there if it is a regular file with its layout, else only looked up, for
  * the VFS to go on with (->open for a file of another metadata server, a
@@ -445,24 +494,18 @@ static int pfs_open_found(struct inode *dir, struct dentry *dentry,
 		rc = PTR_ERR(inode);
 		goto out_close;
 	}
-	if (opened) {
-		rc = pfs_inode_set_layout(inode, layout);
-		if (rc) {
-			iput(inode);
-			goto out_close;
-		}
+	if (!opened) {
+		pfs_dentry_stamp(dentry, gen);
+		res = d_splice_alias(inode, dentry);
+		return IS_ERR(res) ? PTR_ERR(res) : finish_no_open(file, res);
 	}
-	pfs_dentry_stamp(dentry, gen);
-	res = d_splice_alias(inode, dentry);
-	if (IS_ERR(res)) {
-		rc = PTR_ERR(res);
+	rc = pfs_inode_set_layout(inode, layout);
+	if (rc) {
+		iput(inode);
 		goto out_close;
 	}
-	if (!opened)
-		return finish_no_open(file, res);
-	rc = pfs_finish_counted(file, res ?: dentry, &attr->id, epoch);
-	dput(res);
-	return rc;
+	return pfs_splice_opened(dir, dentry, file, inode, &attr->id, epoch,
+				 gen);
 out_close:
 	if (opened)
 		pfs_close_later(dir->i_sb, &attr->id, epoch);
@@ -492,28 +535,24 @@ static int pfs_create_find(struct inode *dir, struct dentry *dentry,
 {
 	struct posix_acl *default_acl = NULL, *acl = NULL;
 	unsigned int gen = pfs_names_gen(dir);
-	struct pfs_layout *layout;
+	struct pfs_layout *layout = NULL;
 	struct pfs_create *m;
 	struct pfs_attr attr;
 	struct inode *inode;
-	struct dentry *res;
 	bool made = false;
 	u64 epoch = 0;
 	int rc;
 
-	rc = posix_acl_create(dir, &mode, &default_acl, &acl);
-	if (rc)
-		return rc;
-	rc = -ENOMEM;
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
-	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
-	if (!m || !layout)
+	m = pfs_create_req(dir, dentry, mode, PFS_CREATE_OPEN |
+			   PFS_CREATE_FIND | pfs_create_access(file->f_flags),
+			   &default_acl, &acl);
+	rc = PTR_ERR_OR_ZERO(m);
+	if (rc) {
+		m = NULL;
 		goto out;
-	m->dir = PFS_I(dir)->id;
-	m->mode = mode & 07777;
-	m->flags = PFS_CREATE_OPEN | PFS_CREATE_FIND |
-		   pfs_create_access(file->f_flags);
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	}
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	rc = layout ? 0 : -ENOMEM;
 	if (rc)
 		goto out;
 	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_CREATE,
@@ -527,26 +566,14 @@ static int pfs_create_find(struct inode *dir, struct dentry *dentry,
 				    gen);
 		goto out;
 	}
-	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl);
+	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl, true);
 	if (IS_ERR(inode)) {
 		rc = PTR_ERR(inode);
-		goto out_close;
-	}
-	/* As pfs_make_entry: a file we made has no security.capability. */
-	if (S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
-		inode_set_flags(inode, S_NOSEC, S_NOSEC);
-	pfs_dentry_stamp(dentry, gen);
-	res = d_splice_alias(inode, dentry);
-	if (IS_ERR(res)) {
-		rc = PTR_ERR(res);
-		goto out_close;
+		pfs_close_later(dir->i_sb, &attr.id, epoch);
+		goto out;
 	}
 	file->f_mode |= FMODE_CREATED;
-	rc = pfs_finish_counted(file, res ?: dentry, &attr.id, epoch);
-	dput(res);
-	goto out;
-out_close:
-	pfs_close_later(dir->i_sb, &attr.id, epoch);
+	rc = pfs_splice_opened(dir, dentry, file, inode, &attr.id, epoch, gen);
 out:
 	posix_acl_release(default_acl);
 	posix_acl_release(acl);
@@ -714,7 +741,7 @@ static int pfs_mknod(pfs_idmap_t *idmap, struct inode *dir,
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
-	inode = pfs_new_inode(dir, &attr, NULL, default_acl, acl);
+	inode = pfs_new_inode(dir, &attr, NULL, default_acl, acl, false);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out;
