@@ -512,18 +512,6 @@ out_close:
 	return rc;
 }
 
-/* What opening an existing file asks of it (the server checks it). */
-static u32 pfs_create_access(unsigned int flags)
-{
-	u32 access = 0;
-
-	if ((flags & O_ACCMODE) != O_WRONLY)
-		access |= PFS_CREATE_READ;
-	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
-		access |= PFS_CREATE_WRITE;
-	return access;
-}
-
 /*
  * O_CREAT without O_EXCL of a name the dentry cache does not know: one
  * CREATE (PFS_CREATE_FIND) makes and opens the file, or finds the name as
@@ -544,7 +532,7 @@ static int pfs_create_find(struct inode *dir, struct dentry *dentry,
 	int rc;
 
 	m = pfs_create_req(dir, dentry, mode, PFS_CREATE_OPEN |
-			   PFS_CREATE_FIND | pfs_create_access(file->f_flags),
+			   PFS_CREATE_FIND | PFS_CREATE_ACCESS(file->f_flags),
 			   &default_acl, &acl);
 	rc = PTR_ERR_OR_ZERO(m);
 	if (rc) {

@@ -445,9 +445,8 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
         auto parent = co_await resolve_parent(path);
         if (!parent) co_return parent.error();
         // An existing file is opened with the permissions this open asks of it.
-        uint32_t create_flags = PFS_CREATE_OPEN | ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
-        if ((flags & O_ACCMODE) != O_WRONLY) create_flags |= PFS_CREATE_READ;
-        if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) create_flags |= PFS_CREATE_WRITE;
+        const uint32_t create_flags = PFS_CREATE_OPEN | PFS_CREATE_ACCESS(flags) |
+                                      ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
         pfs_create m{parent->dir, {}, mode & 07777, create_flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
         body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch);

@@ -692,6 +692,16 @@ enum pfs_create_flags {
 };
 #define PFS_CREATE_KNOWN 0x3fu
 
+/*
+ * PFS_CREATE_READ and WRITE for an open with O_* flags oflags (a macro: the
+ * O_* values are the includer's, kernel or libc): what opening an existing
+ * file asks of it, O_TRUNC asking for write.
+ */
+#define PFS_CREATE_ACCESS(oflags)					\
+	((((oflags) & O_ACCMODE) != O_WRONLY ? (__u32)PFS_CREATE_READ : 0u) |	\
+	 (((oflags) & O_ACCMODE) != O_RDONLY || ((oflags) & O_TRUNC) ?	\
+	  (__u32)PFS_CREATE_WRITE : 0u))
+
 /* Leads the reply to CREATE with PFS_CREATE_FIND. */
 struct pfs_create_made {
 	__u32 made;		/* 1: this request made the file; 0: found */
