@@ -101,6 +101,17 @@ awaitable<Status> Cluster::refresh() {
     co_return last_status_;
 }
 
+awaitable<Result<std::vector<pfs_target_info>>> Cluster::fetch_targets() {
+    auto body = co_await call_ok(*mgmtd_, PFS_MSG_GET_TARGETS, Bytes{});
+    if (!body) co_return body.error();
+    std::vector<pfs_target_info> targets;
+    auto st = decode_payload(*body, [&](pfs_xdr* x) {
+        xfer_list(x, targets, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE);
+    });
+    if (!st) co_return st.error();
+    co_return targets;
+}
+
 awaitable<Status> Cluster::fetch_map() {
     auto nodes_body = co_await call_ok(*mgmtd_, PFS_MSG_GET_NODES, encode(pfs_x_get_nodes, pfs_get_nodes{0}));
     if (!nodes_body) co_return nodes_body.error();
@@ -109,13 +120,9 @@ awaitable<Status> Cluster::fetch_map() {
         xfer_list(x, nodes, pfs_x_node_info, PFS_NODE_INFO_MIN_SIZE);
     });
     if (!st) co_return st;
-    auto targets_body = co_await call_ok(*mgmtd_, PFS_MSG_GET_TARGETS, Bytes{});
-    if (!targets_body) co_return targets_body.error();
-    std::vector<pfs_target_info> targets;
-    st = decode_payload(*targets_body, [&](pfs_xdr* x) {
-        xfer_list(x, targets, pfs_x_target_info, PFS_TARGET_INFO_MIN_SIZE);
-    });
-    if (!st) co_return st;
+    auto fetched = co_await fetch_targets();
+    if (!fetched) co_return fetched.error();
+    std::vector<pfs_target_info> targets = std::move(*fetched);
 
     std::map<uint32_t, pfs_node_info> by_id;
     std::vector<pfs_node_info> meta_info;

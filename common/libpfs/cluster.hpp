@@ -31,6 +31,10 @@ public:
     // instead of starting its own.
     awaitable<Status> refresh_now();
     Result<TargetRoute> route(uint32_t target_id) const;
+    // The storage targets as pfs-mgmtd knows them now (their capacity as of
+    // their servers' last heartbeats), the map left as it is: a push tells
+    // of a target's capacity only when its class changes.
+    awaitable<Result<std::vector<pfs_target_info>>> fetch_targets();
     // bulk: data sent beside the payload, and where the reply's goes.
     awaitable<Result<Reply>> call_target(uint32_t target_id, uint16_t type, Bytes payload, Bulk bulk = {});
     // To the metadata server that owns an entry (pfs_entry_id::owner_node),

@@ -706,10 +706,26 @@ awaitable<Reply> Service::on_removexattr(Request& req) {
     co_return co_await finish(ok_empty(st));
 }
 
+awaitable<const std::vector<pfs_target_info>*> Service::capacity_now() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - capacity_asked_ >= std::chrono::seconds(1)) {
+        // Asked at most once a second even while pfs-mgmtd fails to answer.
+        capacity_asked_ = now;
+        auto fetched = co_await cluster_.fetch_targets();
+        if (fetched) capacity_ = std::move(*fetched);
+        else if (capacity_known_)
+            log::warn("cannot ask pfs-mgmtd for the targets' capacity; statfs answers from the map",
+                      {{"error", fetched.error().message}});
+        capacity_known_ = static_cast<bool>(fetched);
+    }
+    co_return capacity_known_ ? &capacity_ : &cluster_.targets();
+}
+
 awaitable<Reply> Service::on_statfs(Request& req) {
     if (!req.frame.payload.empty()) co_return malformed(PFS_MSG_STATFS);
     pfs_statfs s{};
-    for (const auto& t : cluster_.targets()) {
+    const std::vector<pfs_target_info>* targets = co_await capacity_now();
+    for (const auto& t : *targets) {
         s.storage.bytes_total += t.cap.bytes_total;
         s.storage.bytes_free += t.cap.bytes_free;
         s.storage.inodes_total += t.cap.inodes_total;

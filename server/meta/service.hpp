@@ -201,6 +201,10 @@ private:
     Reply opened_reply(const Request& req, const Attr& attr);
     // The map fetched again (the chooser follows it), at most every 100 ms.
     awaitable<void> reload_map();
+    // The targets' capacity for STATFS, asked of pfs-mgmtd at most once a
+    // second (the map's copy is as old as the last change of a target's
+    // capacity class); the map's when pfs-mgmtd does not answer.
+    awaitable<const std::vector<pfs_target_info>*> capacity_now();
 
     asio::any_io_executor ex_;
     RpcServer& server_;
@@ -210,6 +214,9 @@ private:
     ChunkReaper reaper_;
     TargetChooser& chooser_;
     std::chrono::steady_clock::time_point map_reloaded_{};
+    std::vector<pfs_target_info> capacity_;
+    std::chrono::steady_clock::time_point capacity_asked_{};
+    bool capacity_known_ = false;
     Namespace* ns_ = nullptr;
     Durable durable_;
     std::optional<Error> stopped_;

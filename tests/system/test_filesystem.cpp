@@ -1,7 +1,8 @@
 // libpfs's file system API against real pfs-mgmtd, pfs-meta and pfs-storage
 // processes: POSIX namespace semantics, striped contents, xattrs, unlink of
 // open files, special files, and a metadata server killed with -9 losing
-// nothing it acknowledged; a create as soon as a new storage target is up.
+// nothing it acknowledged; a create as soon as a new storage target is up;
+// statfs following the space the targets report.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include "filesystem.hpp"
 #include "fs_waits.hpp"
 #include "gather.hpp"
+#include "node_agent.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
@@ -289,6 +291,52 @@ TEST_CASE("a create right after a storage target comes up succeeds before pfs-me
         });
         auto results = co_await gather(std::move(tasks));
         for (int i = 0; i < creates; ++i) REQUIRE_OK(results[i]);
+        cluster.close();
+    });
+    INFO(tc.logs().substr(0, 20000));
+    REQUIRE(ok);
+}
+
+TEST_CASE("statfs shows the targets' space as their servers last reported it", "[system]") {
+    TestCluster tc;
+    tc.start_mgmtd();
+    tc.start_meta("m1");
+    tc.start_storage("s1", 1);
+    asio::io_context io;
+    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret());
+    FileSystem fs(cluster);
+    const auto disk = directory_capacity(tc.dir());
+    REQUIRE(disk);
+    constexpr uint64_t MiB = 1 << 20;
+    bool ok = test::run(io, [&]() -> awaitable<void> {
+        bool ready = co_await wait_ready(io, cluster, fs, 1);
+        REQUIRE(ready);
+        // The target shares the test directory's file system: its size,
+        // once its server's first heartbeat is in.
+        pfs_statfs before{};
+        bool sized = co_await test::eventually(io, 15s, [&]() -> awaitable<bool> {
+            auto st = co_await fs.statfs();
+            if (st) before = *st;
+            co_return st && st->storage.bytes_total == disk->bytes_total;
+        });
+        INFO("statfs total " << before.storage.bytes_total << ", disk " << disk->bytes_total);
+        REQUIRE(sized);
+
+        // 64 MiB written does not change the target's capacity class; df
+        // follows all the same.
+        auto f = co_await fs.open("/big", O_CREAT | O_EXCL | O_WRONLY);
+        REQUIRE(f);
+        REQUIRE_OK(co_await fs.write(*f, 0, Bytes(64 * MiB, 0x5a)));
+        REQUIRE_OK(co_await fs.fsync(*f));
+        REQUIRE_OK(co_await fs.close(*f));
+        pfs_statfs after{};
+        bool followed = co_await test::eventually(io, 15s, [&]() -> awaitable<bool> {
+            auto st = co_await fs.statfs();
+            if (st) after = *st;
+            co_return st && st->storage.bytes_free + 32 * MiB <= before.storage.bytes_free;
+        });
+        INFO("free before " << before.storage.bytes_free << ", after " << after.storage.bytes_free);
+        CHECK(followed);
         cluster.close();
     });
     INFO(tc.logs().substr(0, 20000));
