@@ -325,8 +325,16 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	struct pfs_create *m;
 	struct pfs_attr attr;
 	struct inode *inode;
+	bool made = true;
 	int rc;
 
+	/*
+	 * O_CREAT of a name our cache had as negative: another client may
+	 * have made it since, and its file must not get our ACLs.
+	 */
+	if (type == PFS_MSG_CREATE &&
+	    !(flags & (PFS_CREATE_EXCL | PFS_CREATE_TMPFILE)))
+		flags |= PFS_CREATE_FIND;
 	m = pfs_create_req(dir, dentry, mode, flags, &default_acl, &acl);
 	rc = PTR_ERR_OR_ZERO(m);
 	if (rc) {
@@ -340,12 +348,16 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 			goto out;
 	}
 	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
-			       &attr, layout, epoch, NULL);
+			       &attr, layout, epoch,
+			       flags & PFS_CREATE_FIND ? &made : NULL);
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
-	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl,
-			      flags & (PFS_CREATE_EXCL | PFS_CREATE_TMPFILE));
+	if (made)
+		inode = pfs_new_inode(dir, &attr, layout, default_acl, acl,
+				      type == PFS_MSG_CREATE);
+	else
+		inode = pfs_new_inode(dir, &attr, layout, NULL, NULL, false);
 	rc = PTR_ERR_OR_ZERO(inode);
 	if (rc)
 		goto out_opened;

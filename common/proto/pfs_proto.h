@@ -682,11 +682,12 @@ enum pfs_create_flags {
 	 */
 	PFS_CREATE_TMPFILE = 1u << 4,
 	/*
-	 * With OPEN and without EXCL: O_CREAT as a kernel client needs it,
-	 * in one round trip. An existing name is found as OPEN_NAME finds
-	 * it (a regular file of this server opened, anything else only
-	 * looked up, nothing opened); a new one is made and opened. The
-	 * reply starts with struct pfs_create_made.
+	 * The reply starts with struct pfs_create_made. With OPEN and
+	 * without EXCL: O_CREAT as a kernel client needs it, in one round
+	 * trip. An existing name is found as OPEN_NAME finds it (a regular
+	 * file of this server opened, anything else only looked up, nothing
+	 * opened); a new one is made and opened. Without OPEN: the reply
+	 * says whether the file is new or one the name had already.
 	 */
 	PFS_CREATE_FIND = 1u << 5,
 };

@@ -316,12 +316,15 @@ awaitable<Reply> Service::create_or_find(Request& req, const pfs_create& m) {
         exists = reply.status == EEXIST;
     }
     if (exists) reply = co_await find_name(req, m.dir, m.name, create_open_mask(m.flags));
-    if (reply.status != PFS_OK) co_return reply;
-    pfs_create_made made{exists ? 0u : 1u};
-    Bytes body = *encode(pfs_x_create_made, made);
+    co_return said_made(std::move(reply), !exists);
+}
+
+Reply Service::said_made(Reply reply, bool made) {
+    if (reply.status != PFS_OK) return reply;
+    Bytes body = *encode(pfs_x_create_made, pfs_create_made{made ? 1u : 0u});
     body.insert(body.end(), reply.body.begin(), reply.body.end());
     reply.body = std::move(body);
-    co_return reply;
+    return reply;
 }
 
 int Service::create_open_mask(uint32_t flags) {
@@ -359,7 +362,9 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
     if (m.flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
-    co_return co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
+    Reply reply = co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
+    if (m.flags & PFS_CREATE_FIND) co_return said_made(std::move(reply), created->created);
+    co_return reply;
 }
 
 // Each server and client learns of a new target on its own: one that came

@@ -77,6 +77,8 @@ private:
     awaitable<Reply> create_file(Request& req, const pfs_create& m, const Caller& who);
     // What opening an existing file asks of it, from PFS_CREATE_READ/WRITE.
     static int create_open_mask(uint32_t flags);
+    // PFS_CREATE_FIND's answer: a successful reply led by pfs_create_made.
+    static Reply said_made(Reply reply, bool made);
     // make(), and once more after a look at the map if it found no targets.
     template <class Make>
     awaitable<std::invoke_result_t<Make>> with_targets(Make make);

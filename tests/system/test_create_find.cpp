@@ -1,7 +1,8 @@
 // CREATE with PFS_CREATE_FIND, pfs.ko's O_CREAT without O_EXCL in one round
 // trip, against a real pfs-meta: a new name is made and opened, an existing
 // regular file opened with the permissions its open asks for, anything else
-// only looked up; the reply says which.
+// only looked up; the reply says which. Without OPEN, a create that says
+// whether it made the file.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -111,6 +112,25 @@ TEST_CASE("CREATE with FIND makes a new file or finds the name, and says which",
 
         // With EXCL it is the plain O_EXCL create.
         CHECK_ERRNO(co_await find("f", rw | PFS_CREATE_EXCL), -EEXIST);
+
+        // Without OPEN (pfs.ko's create of a name it had as negative):
+        // the reply says whether the name was new; nothing is opened.
+        auto create_only = [&](std::string_view name) -> awaitable<Result<Found>> {
+            pfs_create m{root->id, {}, 0600, PFS_CREATE_FIND};
+            REQUIRE(set_field(m.name, name));
+            auto body = co_await cluster.call_meta_ok(meta, PFS_MSG_CREATE, encode(pfs_x_create, m), fs.client_id());
+            if (!body) co_return body.error();
+            co_return decode_found(*body);
+        };
+        auto fresh = co_await create_only("g");
+        REQUIRE_OK(fresh);
+        CHECK(fresh->made);
+        CHECK((fresh->attr.mode & 07777) == 0600);
+        auto existing = co_await create_only("f");
+        REQUIRE_OK(existing);
+        CHECK_FALSE(existing->made);
+        CHECK(existing->attr.id.ino == made->attr.id.ino);
+        CHECK((existing->attr.mode & 07777) == 0644);
 
         // libpfs's O_CREAT asks of an existing file what its open asks.
         FileSystemOptions as_user;
