@@ -72,6 +72,36 @@ bool is_direct_aligned(uint64_t value) { return value % ChunkStore::kDirectAlign
 
 bool is_enoent(const Error& e) { return e.code == -ENOENT; }
 
+// chunks/ and its fan-out directories, made durable once at start-up: the
+// first chunk of each directory is then one create, not a failed open, a
+// mkdir and an open (each a trip through the ring's workers), and a chunk
+// file synced later never depends on a directory entry left unsynced.
+Status make_fanout_dirs(int target, const std::filesystem::path& target_dir) {
+    auto made = [&](int at, const std::string& name) -> Result<bool> {
+        if (::mkdirat(at, name.c_str(), 0700) == 0) return true;
+        if (errno == EEXIST) return false;
+        return Error{-errno, "cannot create " + (target_dir / name).string() + ": " + errno_text(-errno)};
+    };
+    auto sync = [&](int fd, const std::filesystem::path& path) -> Status {
+        if (::fsync(fd) == 0) return ok_status();
+        return Error{-errno, "fsync " + path.string() + ": " + errno_text(-errno)};
+    };
+    auto chunks_made = made(target, kChunksDir);
+    if (!chunks_made) return chunks_made.error();
+    bool any = false;
+    for (unsigned i = 0; i < kFanout; ++i) {
+        auto sub = made(target, fanout_dir(i));
+        if (!sub) return sub.error();
+        any = any || *sub;
+    }
+    if (!any && !*chunks_made) return ok_status();
+    const auto chunks_path = target_dir / kChunksDir;
+    UniqueFd chunks(::openat(target, kChunksDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!chunks.valid()) return Error{-errno, "cannot open " + chunks_path.string() + ": " + errno_text(-errno)};
+    if (auto st = sync(chunks.get(), chunks_path); !st) return st;
+    return *chunks_made ? sync(target, target_dir) : ok_status();
+}
+
 }  // namespace
 
 size_t EntryIdHash::operator()(const pfs_entry_id& id) const { return entry_hash(id); }
@@ -116,9 +146,7 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::open(std::vector<Uring*> rings,
     UniqueFd dir(::open(target_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir.valid())
         return Error{-errno, "cannot open storage target " + target_dir.string() + ": " + errno_text(-errno)};
-    if (::mkdirat(dir.get(), kChunksDir, 0700) != 0 && errno != EEXIST)
-        return Error{-errno,
-                     "cannot create " + (target_dir / kChunksDir).string() + ": " + errno_text(-errno)};
+    if (auto made = make_fanout_dirs(dir.get(), target_dir); !made) return made.error();
     if (options.direct_io) {
         // Found out now rather than on the first write: file systems without
         // O_DIRECT refuse it with EINVAL when a file is opened.

@@ -273,6 +273,24 @@ TEST_CASE("chunks: a full disk reports ENOSPC and the store keeps serving", "[ch
     });
 }
 
+TEST_CASE("chunks: the fan-out directories are there from the start, and made again if removed", "[chunks]") {
+    Fixture f;
+    const auto root = f.file_of(entry(1)).parent_path().parent_path();
+    size_t dirs = 0;
+    for (const auto& e : std::filesystem::directory_iterator(root)) dirs += e.is_directory();
+    CHECK(dirs == 256);
+    const auto id = entry(5);
+    std::filesystem::remove(f.file_of(id).parent_path());
+    const Bytes data = random_bytes(4096, 5);
+    f.run([&]() -> awaitable<void> {
+        CO_REQUIRE_OK(co_await f.store->write(id, 0, data));
+        auto back = co_await f.store->read(id, 0, 4096);
+        REQUIRE(back);
+        CHECK(*back == data);
+    });
+    CHECK(std::filesystem::is_regular_file(f.file_of(id)));
+}
+
 TEST_CASE("chunks: a missing target directory is an error", "[chunks]") {
     test::TempDir dir;
     auto ring = make_ring();
