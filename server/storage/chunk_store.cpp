@@ -221,7 +221,7 @@ awaitable<Result<OpenFileCache::File>> ChunkStore::file(const pfs_entry_id& id, 
     const int flags = O_RDWR | (create ? O_CREAT : 0) | (options_.direct_io ? O_DIRECT : 0);
     auto fd = co_await ring().openat(dir_.get(), path, flags, 0600);
     if (!fd && create && is_enoent(fd.error())) {
-        // First chunk in its fan-out directory: make it (a racing request may too).
+        // Its fan-out directory was removed since start-up: made again (a racing request may too).
         const std::string parent = fanout_dir(id);
         auto made = co_await ring().mkdirat(dir_.get(), parent, 0700);
         if (!made && made.error().code != -EEXIST) co_return made.error();

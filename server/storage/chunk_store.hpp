@@ -172,7 +172,7 @@ private:
     // The ring of the loop this runs on.
     Uring& ring() const;
     // The chunk's descriptor, cached or opened now (O_RDWR; with create,
-    // O_CREAT and the fan-out directory made if missing).
+    // O_CREAT and the fan-out directory made again if it was removed).
     awaitable<Result<OpenFileCache::File>> file(const pfs_entry_id& id, bool create);
     std::optional<BufferPool::Lease> lease_for(size_t length) const;
     struct AlignedBuffer;
