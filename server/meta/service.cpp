@@ -717,13 +717,13 @@ awaitable<const std::vector<pfs_target_info>*> Service::capacity_now() {
         // Asked at most once a second even while pfs-mgmtd fails to answer.
         capacity_asked_ = now;
         auto fetched = co_await cluster_.fetch_targets();
-        if (fetched) capacity_ = std::move(*fetched);
-        else if (capacity_known_)
+        if (!fetched && capacity_)
             log::warn("cannot ask pfs-mgmtd for the targets' capacity; statfs answers from the map",
                       {{"error", fetched.error().message}});
-        capacity_known_ = static_cast<bool>(fetched);
+        if (fetched) capacity_ = std::move(*fetched);
+        else capacity_.reset();
     }
-    co_return capacity_known_ ? &capacity_ : &cluster_.targets();
+    co_return capacity_ ? &*capacity_ : &cluster_.targets();
 }
 
 awaitable<Reply> Service::on_statfs(Request& req) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -216,9 +217,8 @@ private:
     ChunkReaper reaper_;
     TargetChooser& chooser_;
     std::chrono::steady_clock::time_point map_reloaded_{};
-    std::vector<pfs_target_info> capacity_;
+    std::optional<std::vector<pfs_target_info>> capacity_;  // none: pfs-mgmtd did not answer
     std::chrono::steady_clock::time_point capacity_asked_{};
-    bool capacity_known_ = false;
     Namespace* ns_ = nullptr;
     Durable durable_;
     std::optional<Error> stopped_;
