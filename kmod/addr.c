@@ -163,15 +163,71 @@ static void pfs_readahead(struct readahead_control *ractl)
 	queue_work(pfs_ra_wq, &w->work);
 }
 
+/*
+ * Write-behind: once a writer has dirtied PFS_WRITE_BEHIND bytes of a file
+ * since the last kick, a worker starts their writeback, so the data travels
+ * while the writer goes on filling the page cache. Left to the flusher, a
+ * stream would sit in memory until the machine's dirty threshold (10% of
+ * memory: gigabytes) or the closing fsync, and then go out with the writer
+ * waiting for all of it. The worker writes whatever is dirty and not yet
+ * under writeback (WB_SYNC_NONE), so kicks that come while it runs are
+ * served by one more pass.
+ */
+#define PFS_WRITE_BEHIND	(4l << 20)
+
+static struct workqueue_struct *pfs_wb_wq;
+
+static void pfs_write_behind_worker(struct work_struct *work)
+{
+	struct pfs_inode_info *pi = container_of(work, struct pfs_inode_info,
+						 write_behind);
+
+	filemap_flush(pi->vfs_inode.i_mapping);
+}
+
+void pfs_write_behind_init(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	atomic_long_set(&pi->dirtied, 0);
+	INIT_WORK(&pi->write_behind, pfs_write_behind_worker);
+}
+
+void pfs_write_behind(struct inode *inode, size_t written)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	if (atomic_long_add_return(written, &pi->dirtied) < PFS_WRITE_BEHIND)
+		return;
+	atomic_long_set(&pi->dirtied, 0);
+	queue_work(pfs_wb_wq, &pi->write_behind);
+}
+
+/* Eviction: no worker may touch the mapping any more. */
+void pfs_write_behind_cancel(struct inode *inode)
+{
+	cancel_work_sync(&PFS_I(inode)->write_behind);
+}
+
 int pfs_addr_init(void)
 {
 	/* Unbound: windows of many files and readers in flight at once. */
 	pfs_ra_wq = alloc_workqueue("pfs_readahead", WQ_UNBOUND, 0);
-	return pfs_ra_wq ? 0 : -ENOMEM;
+	if (!pfs_ra_wq)
+		return -ENOMEM;
+	/* Writeback frees memory: it must run under memory pressure too. */
+	pfs_wb_wq = alloc_workqueue("pfs_write_behind",
+				    WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!pfs_wb_wq) {
+		destroy_workqueue(pfs_ra_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void pfs_addr_exit(void)
 {
+	destroy_workqueue(pfs_wb_wq);
 	destroy_workqueue(pfs_ra_wq);
 }
 

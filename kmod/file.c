@@ -608,7 +608,10 @@ static ssize_t pfs_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	if (rc)
 		return rc;
 	pfs_file_mark_written(file);
-	return generic_file_write_iter(iocb, from);
+	rc = generic_file_write_iter(iocb, from);
+	if (rc > 0)
+		pfs_write_behind(file_inode(file), rc);
+	return rc;
 }
 
 static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,

@@ -150,6 +150,9 @@ struct pfs_inode_info {
 	 * that are being retried; 0 when the last attempt succeeded
 	 */
 	unsigned long wb_fail_since;
+	/* regular files: write-behind (addr.c) */
+	atomic_long_t dirtied;		/* bytes written since the last kick */
+	struct work_struct write_behind;
 	unsigned long flags;		/* PFS_INO_* bits */
 	struct timespec64 btime;	/* creation, from the server */
 	struct timespec64 security_ctime;	/* PFS_INO_SECURITY_SET */
@@ -482,6 +485,9 @@ int pfs_flock(struct file *file, int cmd, struct file_lock *fl);
 extern const struct address_space_operations pfs_aops;
 /* The readahead workqueue, for module init and exit. */
 int pfs_addr_init(void);
+void pfs_write_behind_init(struct inode *inode);
+void pfs_write_behind(struct inode *inode, size_t written);
+void pfs_write_behind_cancel(struct inode *inode);
 void pfs_addr_exit(void);
 /*
  * Striped transfers of a regular file with a known layout: every target

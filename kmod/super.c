@@ -295,6 +295,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->verfs = NULL;
 	pi->reported_size = 0;
 	pi->wb_fail_since = 0;
+	pfs_write_behind_init(&pi->vfs_inode);
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
 	return &pi->vfs_inode;
@@ -321,6 +322,7 @@ static void pfs_evict_inode(struct inode *inode)
 					     PAGECACHE_TAG_DIRTY))
 		pr_warn_ratelimited("inode %llu dropped with data not written back\n",
 				    PFS_I(inode)->id.ino);
+	pfs_write_behind_cancel(inode);
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 }

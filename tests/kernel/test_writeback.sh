@@ -11,12 +11,14 @@
 #  2. an fsync waiting through an outage succeeds after the restart;
 #  3. a task killed while it waits in writeback dies at once, and the data
 #     it was writing is written later all the same;
-#  4. a server that never comes back: fsync fails (not 0) within the bound.
+#  4. a server that never comes back: fsync fails (not 0) within the bound;
+#  5. write-behind: a stream's data leaves for the targets while the writer
+#     still holds the file open, long before the flusher would take it.
 # Every file is read back after dropping the page cache. No oops, no hung
 # task (run-guest.sh fails the run on either). Arguments: the cases to run
 # (default: all).
 . "$(dirname "$0")/lib.sh"
-CASES=" ${*:-1 2 3 4} "
+CASES=" ${*:-1 2 3 4 5} "
 want() { [[ $CASES == *" $1 "* ]]; }
 MNT=/mnt/pfs
 TIMEOUT_MS=5000
@@ -40,6 +42,11 @@ start_storage2() {
 # Bytes in storage2's chunk files.
 storage2_bytes() {
 	find "$PFS_SCRATCH/pfs-targets/storage2" -path '*/chunks/*' -type f \
+		-printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+# Bytes in every target's chunk files.
+target_bytes() {
+	find "$PFS_SCRATCH/pfs-targets" -path '*/chunks/*' -type f \
 		-printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
 }
 # Bytes queued unread at storage2 (its requests wait there while stopped).
@@ -189,6 +196,32 @@ if want 4; then
 	writer_close $MNT/d/f4
 	[ "$closed" != "close: ok" ] || fail "close returned 0 after the data was lost"
 	kill -CONT "$spid"
+fi
+
+if want 5; then
+	step "5. write-behind: a stream reaches the targets while still open"
+	# The flusher is kept out of it: no periodic wake-ups, and background
+	# writeback only past 1 GiB dirty. What reaches the targets before the
+	# close can only be pfs.ko's write-behind.
+	old_interval=$(cat /proc/sys/vm/dirty_writeback_centisecs)
+	old_bg=$(cat /proc/sys/vm/dirty_background_ratio)
+	old_ratio=$(cat /proc/sys/vm/dirty_ratio)
+	echo 0 > /proc/sys/vm/dirty_writeback_centisecs
+	echo $((2 << 30)) > /proc/sys/vm/dirty_bytes
+	echo $((1 << 30)) > /proc/sys/vm/dirty_background_bytes
+	head -c $((24 << 20)) /dev/urandom > /tmp/ref5
+	before=$(target_bytes)
+	writer $MNT/d/f5 /tmp/ref5
+	t0=${EPOCHREALTIME/./}
+	PFS_WAIT=20 wait_until "20 of the 24 MiB on the targets, the file open" \
+		eval '[ $(($(target_bytes) - before)) -ge $((20 << 20)) ]'
+	echo "$(($(target_bytes) - before)) bytes on the targets $(ms_since "$t0") ms after the last write"
+	echo "$old_interval" > /proc/sys/vm/dirty_writeback_centisecs
+	echo "$old_ratio" > /proc/sys/vm/dirty_ratio
+	echo "$old_bg" > /proc/sys/vm/dirty_background_ratio
+	writer_close $MNT/d/f5
+	[ "$closed" = "close: ok" ] || fail "close reported an error"
+	check_data $MNT/d/f5 /tmp/ref5
 fi
 
 step "unmount and unload"
