@@ -528,11 +528,13 @@ awaitable<Status> FileSystem::report_size(OpenFile& file, SizeReport how) {
     // Also a write inside the size: its mtime, and the server counts the
     // file's st_blocks again.
     const bool news = file.unreported || file.written_end > file.attr.size;
-    // fsync reports even with nothing new: the server then answers once its
-    // journal has everything before, the lazy reports of closes included.
+    // fsync reports even with nothing new, through any handle of a regular
+    // file (a read-only one too: such a report needs no permission): the
+    // server then answers once its journal has everything before, the lazy
+    // reports of other handles' and other clients' closes included.
     const bool lazy = how == SizeReport::lazy;
-    const bool writer = (file.attr.mode & S_IFMT) == S_IFREG && (file.open_flags & O_ACCMODE) != O_RDONLY;
-    if (!news && (lazy || !writer)) co_return ok_status();
+    const bool regular = (file.attr.mode & S_IFMT) == S_IFREG;
+    if (!news && (lazy || !regular)) co_return ok_status();
     pfs_setattr m{};
     m.id = file.attr.id;
     m.valid = PFS_SET_SIZE_EXTEND;

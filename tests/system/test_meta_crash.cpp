@@ -130,6 +130,8 @@ TEST_CASE("sizes reported at close are seen at once and durable after an fsync",
     FileSystem fs(cluster, FileSystemOptions{0ms});
     FileSystem other(other_cluster, FileSystemOptions{0ms});
     constexpr int kFiles = 40;
+    const bool read_only = GENERATE(false, true);
+    INFO((read_only ? "fsync of another client's read-only handle" : "fsync of a writer's handle"));
     auto size_of = [](int i) { return static_cast<uint64_t>(i + 1) * 1000; };
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
@@ -150,11 +152,13 @@ TEST_CASE("sizes reported at close are seen at once and durable after an fsync",
             REQUIRE_OK(seen);
             CHECK(seen->size == size_of(i));
         }
-        auto f = co_await fs.open("/lazy/f0", O_WRONLY);
+        // The writer's own handle, or another client's read-only one.
+        FileSystem& syncer = read_only ? other : fs;
+        auto f = co_await syncer.open("/lazy/f0", read_only ? O_RDONLY : O_WRONLY);
         REQUIRE_OK(f);
-        REQUIRE_OK(co_await fs.fsync(*f));
+        REQUIRE_OK(co_await syncer.fsync(*f));
         tc.daemon("m1").kill(SIGKILL);
-        (void)co_await fs.close(*f);
+        (void)co_await syncer.close(*f);
         tc.daemon("m1").start();
 
         Result<pfs_attr> last = Error{};
