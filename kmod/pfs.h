@@ -483,7 +483,7 @@ int pfs_flock(struct file *file, int cmd, struct file_lock *fl);
 
 /* addr.c: the page cache */
 extern const struct address_space_operations pfs_aops;
-/* The readahead workqueue, for module init and exit. */
+/* The readahead and write-behind workqueues, for module init and exit. */
 int pfs_addr_init(void);
 void pfs_write_behind_init(struct inode *inode);
 void pfs_write_behind(struct inode *inode, size_t written);

@@ -39,15 +39,29 @@ start_storage2() {
 	pfs_start_daemon storage2 server/storage/pfs-storage
 	wait_until "4 targets ONLINE" pfs_all_online 4
 }
-# Bytes in storage2's chunk files.
-storage2_bytes() {
-	find "$PFS_SCRATCH/pfs-targets/storage2" -path '*/chunks/*' -type f \
+# chunk_bytes [SERVER]: bytes in the chunk files of SERVER's targets
+# (default: every storage server's).
+chunk_bytes() {
+	find "$PFS_SCRATCH/pfs-targets/${1:-}" -path '*/chunks/*' -type f \
 		-printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
 }
-# Bytes in every target's chunk files.
-target_bytes() {
-	find "$PFS_SCRATCH/pfs-targets" -path '*/chunks/*' -type f \
-		-printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+# vm_save NAME...: vm_restore puts /proc/sys/vm/NAME back as it is now
+# (what was saved last first). vm_set NAME VALUE: saves it, then sets it.
+vm_saved=()
+vm_save() {
+	local name
+	for name; do vm_saved+=("$name=$(cat "/proc/sys/vm/$name")"); done
+}
+vm_set() {
+	vm_save "$1"
+	echo "$2" > "/proc/sys/vm/$1"
+}
+vm_restore() {
+	local i
+	for ((i = ${#vm_saved[@]} - 1; i >= 0; i--)); do
+		echo "${vm_saved[i]#*=}" > "/proc/sys/vm/${vm_saved[i]%%=*}"
+	done
+	vm_saved=()
 }
 # Bytes queued unread at storage2 (its requests wait there while stopped).
 unread_at_storage2() {
@@ -113,24 +127,21 @@ for i in 1 2 3 4; do head -c $SIZE /dev/urandom > /tmp/ref$i; done
 if want 1; then
 	step "1. the flusher meets a dead storage server; its restart gets the data"
 	# The flusher writes what is a second old, every half second.
-	old_expire=$(cat /proc/sys/vm/dirty_expire_centisecs)
-	old_interval=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-	echo 100 > /proc/sys/vm/dirty_expire_centisecs
-	echo 50 > /proc/sys/vm/dirty_writeback_centisecs
+	vm_set dirty_expire_centisecs 100
+	vm_set dirty_writeback_centisecs 50
 	kill_storage2
 	m1=$(dmesg_mark)
 	writer $MNT/d/f1 /tmp/ref1
 	wait_until "the flusher's writeback failing" \
 		eval 'dmesg_since $m1 | grep -q "writeback of .* failed"'
 	dmesg_since "$m1" | grep "writeback of" | head -n 3
-	[ "$(storage2_bytes)" -eq 0 ] || fail "storage2 got data while dead"
+	[ "$(chunk_bytes storage2)" -eq 0 ] || fail "storage2 got data while dead"
 	start_storage2
 	t0=${EPOCHREALTIME/./}
 	PFS_WAIT=60 wait_until "the flusher writing storage2's half again" \
-		eval '[ "$(storage2_bytes)" -ge $((SIZE / 2)) ]'
+		eval '[ "$(chunk_bytes storage2)" -ge $((SIZE / 2)) ]'
 	echo "storage2 has its $((SIZE / 2)) bytes $(ms_since "$t0") ms after its restart"
-	echo "$old_expire" > /proc/sys/vm/dirty_expire_centisecs
-	echo "$old_interval" > /proc/sys/vm/dirty_writeback_centisecs
+	vm_restore
 	writer_close $MNT/d/f1
 	[ "$closed" = "close: ok" ] ||
 		fail "close reported an error although the data was stored"
@@ -202,23 +213,20 @@ if want 5; then
 	step "5. write-behind: a stream reaches the targets while still open"
 	# The flusher is kept out of it: no periodic wake-ups, and background
 	# writeback only past 1 GiB dirty. What reaches the targets before the
-	# close can only be pfs.ko's write-behind.
-	old_interval=$(cat /proc/sys/vm/dirty_writeback_centisecs)
-	old_bg=$(cat /proc/sys/vm/dirty_background_ratio)
-	old_ratio=$(cat /proc/sys/vm/dirty_ratio)
-	echo 0 > /proc/sys/vm/dirty_writeback_centisecs
+	# close can only be pfs.ko's write-behind. (The ratios, put back,
+	# undo the byte limits.)
+	vm_save dirty_ratio dirty_background_ratio
+	vm_set dirty_writeback_centisecs 0
 	echo $((2 << 30)) > /proc/sys/vm/dirty_bytes
 	echo $((1 << 30)) > /proc/sys/vm/dirty_background_bytes
 	head -c $((24 << 20)) /dev/urandom > /tmp/ref5
-	before=$(target_bytes)
+	before=$(chunk_bytes)
 	writer $MNT/d/f5 /tmp/ref5
 	t0=${EPOCHREALTIME/./}
 	PFS_WAIT=20 wait_until "20 of the 24 MiB on the targets, the file open" \
-		eval '[ $(($(target_bytes) - before)) -ge $((20 << 20)) ]'
-	echo "$(($(target_bytes) - before)) bytes on the targets $(ms_since "$t0") ms after the last write"
-	echo "$old_interval" > /proc/sys/vm/dirty_writeback_centisecs
-	echo "$old_ratio" > /proc/sys/vm/dirty_ratio
-	echo "$old_bg" > /proc/sys/vm/dirty_background_ratio
+		eval '[ $(($(chunk_bytes) - before)) -ge $((20 << 20)) ]'
+	echo "$(($(chunk_bytes) - before)) bytes on the targets $(ms_since "$t0") ms after the last write"
+	vm_restore
 	writer_close $MNT/d/f5
 	[ "$closed" = "close: ok" ] || fail "close reported an error"
 	check_data $MNT/d/f5 /tmp/ref5
