@@ -441,8 +441,10 @@ int pfs_x_pattern(struct pfs_xdr *x, struct pfs_pattern *m)
 	pfs_x_u32(x, &m->chunk_size);
 	pfs_x_u32(x, &m->num_targets);
 	pfs_x_u32(x, &m->pool_id);
+	pfs_x_u32(x, &m->inline_max);
 	if (pfs_xdr_decoding(x) && !x->err &&
-	    pfs_stripe_check(m->chunk_size, m->num_targets))
+	    (pfs_stripe_check(m->chunk_size, m->num_targets) ||
+	     m->inline_max > m->chunk_size || m->inline_max > PFS_INLINE_MAX))
 		x->err = -EBADMSG;
 	return x->err;
 }

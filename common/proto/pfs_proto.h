@@ -21,8 +21,10 @@
  * 4: bulk data beside the body (PFS_FLAG_BULK, struct pfs_bulk); nodes
  * list more addresses (struct pfs_node_addr: RDMA rails)
  * 5: pfs_attr carries blocks, the metadata server's st_blocks
- * 6: READDIR_PLUS, entries with their attributes; pfs_attr.xattrs */
-#define PFS_PROTO_VERSION	7
+ * 6: READDIR_PLUS, entries with their attributes; pfs_attr.xattrs
+ * 8: inline files (pfs_pattern.inline_max, PFS_INLINE_TARGET,
+ * PFS_FLAG_INLINE_LAYOUTS, PFS_E_MOVED) */
+#define PFS_PROTO_VERSION	8
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -82,9 +84,17 @@ enum pfs_flags {
 	 * it cannot write them with its CPU (GPU memory).
 	 */
 	PFS_FLAG_ZERO_FILL = 1u << 4,
+	/*
+	 * request to a metadata server: the sender follows layouts of inline
+	 * files (PFS_INLINE_TARGET) and answers of PFS_E_MOVED. Without it,
+	 * a file is moved to its storage targets before its layout is given
+	 * out, and new files are never inline.
+	 */
+	PFS_FLAG_INLINE_LAYOUTS = 1u << 5,
 };
 #define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS | \
-			 PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL)
+			 PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL |		\
+			 PFS_FLAG_INLINE_LAYOUTS)
 
 enum pfs_bulk_place {
 	PFS_BULK_INLINE = 0,	/* the bytes are in the frame's payload */
@@ -296,6 +306,12 @@ enum pfs_status {
 	PFS_E_UNKNOWN_TARGET = 1005,
 	PFS_E_UNKNOWN_POOL = 1006,
 	PFS_E_INTERNAL = 1007,
+	/*
+	 * A chunk request for an inline file that is not (or no longer)
+	 * inline: its data moved to its storage targets. Fetch the layout
+	 * again (GET_LAYOUT) and send the request where it now says.
+	 */
+	PFS_E_MOVED = 1008,
 };
 
 const char *pfs_status_name(__s32 status);
@@ -645,6 +661,14 @@ struct pfs_attr {
 	__u32 xattrs;		/* enum pfs_attr_xattrs; others: ignored */
 };
 
+/*
+ * The one target of an inline file's layout: its data lives with the
+ * file's own metadata server (pfs_entry_id.owner_node), which answers the
+ * chunk messages for it, until a write past the pattern's inline_max
+ * moves it to the storage targets (PFS_E_MOVED).
+ */
+#define PFS_INLINE_TARGET	0xffffffffu
+
 /* A file's stripe layout: chunk size and its targets in stripe order. */
 struct pfs_layout {
 	__u32 chunk_size;
@@ -653,12 +677,18 @@ struct pfs_layout {
 	__u32 targets[PFS_STRIPE_TARGETS_MAX];
 };
 
-/* What a directory hands down to new entries. */
+/*
+ * What a directory hands down to new entries. inline_max: files created
+ * here keep up to this many bytes with their metadata server (0: none;
+ * at most chunk_size and PFS_INLINE_MAX).
+ */
 struct pfs_pattern {
 	__u32 chunk_size;
 	__u32 num_targets;
 	__u32 pool_id;
+	__u32 inline_max;
 };
+#define PFS_INLINE_MAX		(1u << 20)
 
 struct pfs_set_pattern {
 	struct pfs_entry_id dir;

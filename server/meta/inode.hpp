@@ -50,6 +50,9 @@ struct StripePattern {
     uint32_t chunk_size = 512u << 10;
     uint32_t num_targets = 4;
     uint32_t pool_id = PFS_DEFAULT_POOL_ID;
+    // Files made here keep up to this many bytes with the metadata server
+    // (0: none); at most chunk_size and PFS_INLINE_MAX.
+    uint32_t inline_max = 0;
     friend bool operator==(const StripePattern&, const StripePattern&) = default;
 };
 
@@ -78,7 +81,12 @@ struct Attr {
 using Xattrs = std::map<std::string, std::string, std::less<>>;
 
 struct FileBody {
+    // The storage targets the data goes to (at once, or once it outgrows
+    // inline_max).
     StripeLayout layout;
+    // Not 0: the data is inline, kept by this server (its inline store),
+    // while it fits in this many bytes. 0 for good once moved out.
+    uint32_t inline_max = 0;
     // st_blocks: what the chunk files take, as the last count over the
     // targets found (Namespace::start_blocks_count). Not persisted: a
     // restarted server counts again. A size or mtime set (a writer's

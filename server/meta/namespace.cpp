@@ -160,6 +160,13 @@ Result<StripeLayout> Namespace::layout(const pfs_entry_id& file) const {
     return std::get<FileBody>((*node)->body).layout;
 }
 
+Result<uint32_t> Namespace::inline_max(const pfs_entry_id& file) const {
+    auto node = find(file);
+    if (!node) return node.error();
+    if (!(*node)->is_file()) return fail(-EINVAL, "not a regular file");
+    return std::get<FileBody>((*node)->body).inline_max;
+}
+
 Result<StripePattern> Namespace::pattern(const pfs_entry_id& dir) const {
     auto d = find_dir(dir);
     if (!d) return d.error();
@@ -255,7 +262,8 @@ std::vector<pfs_entry_id> Namespace::orphans() const {
 // ---- planning ----
 
 Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
-                                  uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive) {
+                                  uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive,
+                                  bool may_inline) {
     auto d = find_dir(dir);
     if (!d) return d.error();
     if (auto st = check_name(name); !st) return st.error();
@@ -281,6 +289,7 @@ Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name
                 .uid = uid,
                 .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
                 .layout = {pattern.chunk_size, pattern.pool_id, std::move(*targets)},
+                .inline_max = may_inline ? pattern.inline_max : 0,
                 .now = now};
     auto done = apply(op);
     if (!done) return done.error();
@@ -288,7 +297,7 @@ Result<Created> Namespace::create(const pfs_entry_id& dir, std::string_view name
 }
 
 Result<Attr> Namespace::tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now,
-                               const ChooseTargets& choose) {
+                               const ChooseTargets& choose, bool may_inline) {
     auto d = find_dir(dir);
     if (!d) return d.error();
     const Inode& parent = **d;
@@ -301,6 +310,7 @@ Result<Attr> Namespace::tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t
                  .uid = uid,
                  .gid = (parent.attr.mode & S_ISGID) ? parent.attr.gid : gid,
                  .layout = {pattern.chunk_size, pattern.pool_id, std::move(*targets)},
+                 .inline_max = may_inline ? pattern.inline_max : 0,
                  .now = now};
     auto done = apply(op);
     if (!done) return done.error();
@@ -431,6 +441,12 @@ Status Namespace::set_pattern(const pfs_entry_id& dir, const StripePattern& patt
     return ok_status();
 }
 
+Status Namespace::uninline(const pfs_entry_id& file) {
+    auto done = apply(UninlineOp{.id = file});
+    if (!done) return done.error();
+    return ok_status();
+}
+
 // ---- open handles ----
 
 Status Namespace::open(const pfs_entry_id& id) {
@@ -522,7 +538,7 @@ std::optional<FreedFile> Namespace::free_inode(uint64_t ino) {
     std::optional<FreedFile> freed;
     if (auto* file = std::get_if<FileBody>(&it->second.body)) {
         reaping_.insert_or_assign(EntryKey::of(it->second.attr.id), file->layout);
-        freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size};
+        freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size, file->inline_max != 0};
     }
     count(it->second, -1);
     orphans_.erase(ino);

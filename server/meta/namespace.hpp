@@ -32,6 +32,7 @@ struct FreedFile {
     pfs_entry_id id{};
     StripeLayout layout;
     uint64_t size = 0;
+    bool was_inline = false;  // its data is in this server's inline store
 };
 
 struct SizeChange {
@@ -124,6 +125,8 @@ public:
     // The detached inodes still CREATED, REMOVING or MOVING.
     std::vector<Detached> unsettled() const;
     Result<StripeLayout> layout(const pfs_entry_id& file) const;
+    // A regular file's FileBody::inline_max: 0 unless its data is inline.
+    Result<uint32_t> inline_max(const pfs_entry_id& file) const;
     Result<StripePattern> pattern(const pfs_entry_id& dir) const;
     Result<std::string> readlink(const pfs_entry_id& id) const;
     // Up to max_entries entries after `cookie` (0: from the start, "." and
@@ -146,13 +149,16 @@ public:
     // ---- mutations: each plans an Op and applies it ----
     // mode: permission bits. With exclusive false an existing non-directory
     // is returned instead of EEXIST (O_CREAT without O_EXCL).
+    // may_inline: the new file may keep its data inline, as dir's pattern
+    // says (the client follows inline layouts).
     Result<Created> create(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
-                           uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive = true);
+                           uint32_t gid, Timespec now, const ChooseTargets& choose, bool exclusive = true,
+                           bool may_inline = false);
     // O_TMPFILE: a file at nlink 0 that no entry names, striped by dir's
     // pattern; the caller opens it at once (it is freed at its last close
     // unless link() names it first).
     Result<Attr> tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now,
-                         const ChooseTargets& choose);
+                         const ChooseTargets& choose, bool may_inline = false);
     Result<Attr> mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
                        uint32_t gid, Timespec now);
     // What mkdir would give a new directory (set-group-ID inheritance, the
@@ -184,6 +190,9 @@ public:
                      Timespec now);
     Status remove_xattr(const pfs_entry_id& id, std::string_view name, Timespec now);
     Status set_pattern(const pfs_entry_id& dir, const StripePattern& pattern, Timespec now);
+    // An inline file's data was copied to its layout's targets and synced
+    // there: it is inline no more.
+    Status uninline(const pfs_entry_id& file);
 
     // ---- directories across metadata servers ----
     // On the new directory's server: a directory for an entry in parent,
@@ -300,6 +309,7 @@ private:
     Result<Outcome> run(const ReapedOp& op);
     Result<Outcome> run(const MknodOp& op);
     Result<Outcome> run(const TmpfileOp& op);
+    Result<Outcome> run(const UninlineOp& op);
 
     // Shared by create, mkdir and symlink once the op is validated.
     Inode& add_inode(Inode& parent, std::string_view name, Attr attr, decltype(Inode::body) body);

@@ -108,6 +108,15 @@ Result<Outcome> Namespace::run(const SetPatternOp& op) {
     return Outcome{.attr = attr_of(**dir)};
 }
 
+Result<Outcome> Namespace::run(const UninlineOp& op) {
+    auto node = find(op.id);
+    if (!node) return node.error();
+    auto* file = std::get_if<FileBody>(&(*node)->body);
+    if (!file) return fail(-EINVAL, "not a regular file");
+    file->inline_max = 0;
+    return Outcome{.attr = attr_of(**node)};
+}
+
 Result<Outcome> Namespace::run(const PurgeOp& op) {
     auto node = find(op.id);
     if (!node) return node.error();

@@ -57,6 +57,15 @@ inline Status check_pattern(const StripePattern& p) {
     if (pfs_stripe_check(p.chunk_size, p.num_targets) || p.pool_id == 0)
         return fail(-EINVAL, "invalid stripe pattern (chunk size a power of two in 64 KiB..1 GiB, "
                              "1..256 targets, a pool)");
+    if (p.inline_max > p.chunk_size || p.inline_max > PFS_INLINE_MAX)
+        return fail(-EINVAL, "inline-max above the chunk size or " + std::to_string(PFS_INLINE_MAX >> 10) + " KiB");
+    return ok_status();
+}
+
+// An inline file's data fits in its layout's first chunk: moving it out
+// is one copy to the first target.
+inline Status check_inline_max(uint32_t inline_max, const StripeLayout& l) {
+    if (inline_max > l.chunk_size || inline_max > PFS_INLINE_MAX) return fail(-EINVAL, "invalid inline-max");
     return ok_status();
 }
 

@@ -12,9 +12,10 @@ namespace pfs::meta {
 namespace codec {
 namespace {
 
-constexpr uint8_t kOpVersion = 1;
+// 2: patterns carry inline_max, CreateOp and TmpfileOp the file's.
+constexpr uint8_t kOpVersion = 2;
 
-void xfer_op(pfs_xdr* x, CreateOp& o) {
+void xfer_op(pfs_xdr* x, CreateOp& o, uint8_t version) {
     xfer(x, o.parent);
     xfer_str(x, o.name, kNameMax);
     xfer(x, o.id);
@@ -22,17 +23,18 @@ void xfer_op(pfs_xdr* x, CreateOp& o) {
     xfer(x, o.uid);
     xfer(x, o.gid);
     xfer(x, o.layout);
+    if (version >= 2) xfer(x, o.inline_max);
     xfer(x, o.now);
 }
 
-void xfer_op(pfs_xdr* x, MkdirOp& o) {
+void xfer_op(pfs_xdr* x, MkdirOp& o, uint8_t version) {
     xfer(x, o.parent);
     xfer_str(x, o.name, kNameMax);
     xfer(x, o.id);
     xfer(x, o.mode);
     xfer(x, o.uid);
     xfer(x, o.gid);
-    xfer(x, o.pattern);
+    xfer(x, o.pattern, version >= 2);
     xfer(x, o.now);
 }
 
@@ -101,21 +103,21 @@ void xfer_op(pfs_xdr* x, RemoveXattrOp& o) {
     xfer(x, o.now);
 }
 
-void xfer_op(pfs_xdr* x, SetPatternOp& o) {
+void xfer_op(pfs_xdr* x, SetPatternOp& o, uint8_t version) {
     xfer(x, o.id);
-    xfer(x, o.pattern);
+    xfer(x, o.pattern, version >= 2);
     xfer(x, o.now);
 }
 
 void xfer_op(pfs_xdr* x, PurgeOp& o) { xfer(x, o.id); }
 
-void xfer_op(pfs_xdr* x, DetachedMkdirOp& o) {
+void xfer_op(pfs_xdr* x, DetachedMkdirOp& o, uint8_t version) {
     xfer(x, o.parent);
     xfer(x, o.id);
     xfer(x, o.mode);
     xfer(x, o.uid);
     xfer(x, o.gid);
-    xfer(x, o.pattern);
+    xfer(x, o.pattern, version >= 2);
     xfer(x, o.now);
 }
 
@@ -177,14 +179,26 @@ void xfer_op(pfs_xdr* x, MknodOp& o) {
     xfer(x, o.now);
 }
 
-void xfer_op(pfs_xdr* x, TmpfileOp& o) {
+void xfer_op(pfs_xdr* x, TmpfileOp& o, uint8_t version) {
     xfer(x, o.dir);
     xfer(x, o.id);
     xfer(x, o.mode);
     xfer(x, o.uid);
     xfer(x, o.gid);
     xfer(x, o.layout);
+    if (version >= 2) xfer(x, o.inline_max);
     xfer(x, o.now);
+}
+
+void xfer_op(pfs_xdr* x, UninlineOp& o) { xfer(x, o.id); }
+
+// Ops whose fields changed between versions take the record's.
+template <class O>
+void xfer_any_op(pfs_xdr* x, O& o, uint8_t version) {
+    if constexpr (requires { xfer_op(x, o, version); })
+        xfer_op(x, o, version);
+    else
+        xfer_op(x, o);
 }
 
 template <size_t... I>
@@ -203,7 +217,7 @@ Result<std::vector<uint8_t>> encode_op(const Op& op) {
     return encode_payload([&](pfs_xdr* x) {
         pfs_x_u8(x, &version);
         pfs_x_u8(x, &tag);
-        std::visit([x](const auto& o) { codec::xfer_op(x, codec::unconst(o)); }, op);
+        std::visit([x, version](const auto& o) { codec::xfer_any_op(x, codec::unconst(o), version); }, op);
     });
 }
 
@@ -215,11 +229,11 @@ Result<Op> decode_op(std::span<const uint8_t> bytes) {
     pfs_x_u8(&x, &version);
     pfs_x_u8(&x, &tag);
     if (x.err) return Error{x.err, "truncated op record"};
-    if (version != codec::kOpVersion)
+    if (version < 1 || version > codec::kOpVersion)
         return Error{-EPROTONOSUPPORT, "op record version " + std::to_string(version) + " unknown"};
     if (tag >= std::variant_size_v<Op>) return Error{-EBADMSG, "unknown op kind " + std::to_string(tag)};
     Op op = codec::op_of_index(tag, std::make_index_sequence<std::variant_size_v<Op>>{});
-    std::visit([&x](auto& o) { codec::xfer_op(&x, o); }, op);
+    std::visit([&x, version](auto& o) { codec::xfer_any_op(&x, o, version); }, op);
     if (pfs_xdr_finish(&x)) return Error{x.err, "malformed op record"};
     return op;
 }

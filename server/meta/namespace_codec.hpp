@@ -60,10 +60,12 @@ inline void xfer_str(pfs_xdr* x, std::string& s, uint32_t max) {
     pfs_x_bytes(x, s.data(), n);
 }
 
-inline void xfer(pfs_xdr* x, StripePattern& p) {
+// with_inline: op version 2 and snapshot version 6 on.
+inline void xfer(pfs_xdr* x, StripePattern& p, bool with_inline) {
     pfs_x_u32(x, &p.chunk_size);
     pfs_x_u32(x, &p.num_targets);
     pfs_x_u32(x, &p.pool_id);
+    if (with_inline) pfs_x_u32(x, &p.inline_max);
 }
 
 inline void xfer(pfs_xdr* x, StripeLayout& l) {

@@ -35,7 +35,9 @@ Result<Outcome> Namespace::run(const CreateOp& op) {
            .atime = op.now,
            .mtime = op.now,
            .ctime = op.now};
-    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, FileBody{.layout = op.layout, .blocks = 0}))};
+    if (auto st = check_inline_max(op.inline_max, op.layout); !st) return st.error();
+    FileBody body{.layout = op.layout, .inline_max = op.inline_max, .blocks = 0};
+    return Outcome{.attr = attr_of(add_inode(**parent, op.name, a, std::move(body)))};
 }
 
 Result<Outcome> Namespace::run(const MkdirOp& op) {
@@ -103,6 +105,7 @@ Result<Outcome> Namespace::run(const TmpfileOp& op) {
     if (auto st = check_new_id(op.id); !st) return st.error();
     if (op.mode & ~07777u) return fail(-EINVAL, "invalid file mode");
     if (auto st = check_layout(op.layout); !st) return st.error();
+    if (auto st = check_inline_max(op.inline_max, op.layout); !st) return st.error();
     Inode& node = inodes_[op.id.ino];
     node.attr = Attr{.id = op.id,
                      .mode = S_IFREG | op.mode,
@@ -113,7 +116,7 @@ Result<Outcome> Namespace::run(const TmpfileOp& op) {
                      .mtime = op.now,
                      .ctime = op.now,
                      .btime = op.now};
-    node.body = FileBody{.layout = op.layout, .blocks = 0};
+    node.body = FileBody{.layout = op.layout, .inline_max = op.inline_max, .blocks = 0};
     node.linkable = true;
     next_ino_ = std::max<uint64_t>(next_ino_, op.id.ino + 1);
     count(node, +1);

@@ -25,6 +25,7 @@ struct CreateOp {
     uint32_t uid = 0;
     uint32_t gid = 0;
     StripeLayout layout{};
+    uint32_t inline_max = 0;  // FileBody::inline_max (op version 2 on)
     Timespec now{};
 };
 
@@ -223,14 +224,21 @@ struct TmpfileOp {
     uint32_t uid = 0;
     uint32_t gid = 0;
     StripeLayout layout{};
+    uint32_t inline_max = 0;  // FileBody::inline_max (op version 2 on)
     Timespec now{};
+};
+
+// An inline file's data is on its storage targets now (copied and synced
+// there first): it is inline no more.
+struct UninlineOp {
+    pfs_entry_id id{};
 };
 
 // The encoding tags an op with its index here: append new kinds at the end.
 using Op = std::variant<CreateOp, MkdirOp, SymlinkOp, LinkOp, UnlinkOp, RmdirOp, RenameOp, SetattrOp,
                         SetXattrOp, RemoveXattrOp, SetPatternOp, PurgeOp, DetachedMkdirOp, DetachedStateOp,
                         DetachedRmdirOp, RemoteEntryOp, MoveStateOp, MovedLinkOp, DropEntryOp, DetachedUnlinkOp,
-                        ReapedOp, MknodOp, TmpfileOp>;
+                        ReapedOp, MknodOp, TmpfileOp, UninlineOp>;
 
 // Files in one ReapedOp at most.
 inline constexpr size_t kReapedMax = 4096;

@@ -35,7 +35,8 @@ constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 // 5: inode records carry rdev, btime and whether LINK may name them (an
 //    O_TMPFILE's file); special files (FIFOs, sockets, devices) are a kind
 //    of their own.
-constexpr uint32_t kSnapshotVersion = 5;
+// 6: patterns carry inline_max, files theirs (FileBody::inline_max).
+constexpr uint32_t kSnapshotVersion = 6;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -123,9 +124,10 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
     xfer_xattrs(x, n.xattrs);
     if (auto* file = std::get_if<FileBody>(&n.body)) {
         xfer(x, file->layout);
+        if (version >= 6) xfer(x, file->inline_max);
     } else if (auto* dir = std::get_if<DirBody>(&n.body)) {
         xfer(x, dir->parent);
-        xfer(x, dir->pattern);
+        xfer(x, dir->pattern, version >= 6);
         xfer(x, dh.next_cookie);
         xfer(x, dh.entries);
         if (version == 2) xfer_remote_v2(x, n.remote);
@@ -229,7 +231,7 @@ Status check_inode(const Inode& n, const Header& h) {
     }
     if (list > kXattrListMax) return damaged(which + ": too many xattrs");
     if (const auto* file = std::get_if<FileBody>(&n.body)) {
-        if (!check_layout(file->layout) || a.size > kMaxFileSize)
+        if (!check_layout(file->layout) || a.size > kMaxFileSize || !check_inline_max(file->inline_max, file->layout))
             return damaged(which + ": bad layout or size");
     } else if (const auto* link = std::get_if<SymlinkBody>(&n.body)) {
         if (!check_symlink_target(link->target) || a.size != link->target.size())

@@ -44,7 +44,11 @@ inline pfs_layout to_wire(const StripeLayout& l) {
     return w;
 }
 
-inline pfs_pattern to_wire(const StripePattern& p) { return pfs_pattern{p.chunk_size, p.num_targets, p.pool_id}; }
-inline StripePattern from_wire(const pfs_pattern& p) { return StripePattern{p.chunk_size, p.num_targets, p.pool_id}; }
+inline pfs_pattern to_wire(const StripePattern& p) {
+    return pfs_pattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max};
+}
+inline StripePattern from_wire(const pfs_pattern& p) {
+    return StripePattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max};
+}
 
 }  // namespace pfs::meta

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "namespace_test_util.hpp"
+#include "wire.hpp"
 
 using namespace pfs;
 using namespace pfs::meta;
@@ -49,10 +50,10 @@ public:
         const pfs_entry_id node = pick_live(nodes_);
         std::string name = some_name();
         int rc = 0;
-        switch (below(27)) {
+        switch (below(28)) {
             case 0:
             case 1: {
-                auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2));
+                auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2), below(2));
                 if (r) nodes_.push_back(r->attr.id);
                 rc = err(r);
                 break;
@@ -99,7 +100,7 @@ public:
             case 12: rc = err(ns.remove_xattr(node, xattr_name(), now)); break;
             case 13: {
                 uint32_t chunk = below(4) ? 1u << (16 + below(4)) : 1000u;  // 1000: invalid
-                StripePattern p{chunk, 1 + static_cast<uint32_t>(below(6)), 1};
+                StripePattern p{chunk, 1 + static_cast<uint32_t>(below(6)), 1, below(2) ? 0u : 4096u << below(6)};
                 rc = err(ns.set_pattern(below(4) ? dir : node, p, now));
                 break;
             }
@@ -186,7 +187,7 @@ public:
                 break;
             }
             case 26: {
-                auto r = ns.tmpfile(dir, 0600, 0, 0, now, chooser());
+                auto r = ns.tmpfile(dir, 0600, 0, 0, now, chooser(), below(2));
                 if (r) {
                     nodes_.push_back(r->id);
                     if (below(2) && !ns.open(r->id)) open_.push_back(r->id);
@@ -194,6 +195,7 @@ public:
                 rc = err(r);
                 break;
             }
+            case 27: rc = err(ns.uninline(node)); break;
             case 25: {
                 static const uint32_t types[] = {S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK, S_IFREG};
                 auto r = ns.mknod(dir, name, types[below(5)] | 0640, pfs_encode_dev(8, below(300)), 0, 0, now);
@@ -303,8 +305,8 @@ Namespace small_namespace() {
 TEST_CASE("every op survives its encoding, and damaged encodings are refused", "[namespace]") {
     pfs_entry_id p{1, 7, 1}, id{42, 7, 1};
     std::vector<Op> ops{
-        CreateOp{p, "file", id, 0640, 1, 2, StripeLayout{1u << 20, 3, {4, 5}}, at(10, 11)},
-        MkdirOp{p, "dir", id, 0755, 3, 4, StripePattern{1u << 16, 2, 1}, at(12)},
+        CreateOp{p, "file", id, 0640, 1, 2, StripeLayout{1u << 20, 3, {4, 5}}, 65536, at(10, 11)},
+        MkdirOp{p, "dir", id, 0755, 3, 4, StripePattern{1u << 16, 2, 1, 4096}, at(12)},
         SymlinkOp{p, "link", id, "the/target", 5, 6, at(13)},
         LinkOp{id, p, "hard", at(14)},
         UnlinkOp{p, "victim", true, at(15)},
@@ -325,7 +327,8 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         DetachedUnlinkOp{id, true},
         ReapedOp{{id, p}},
         MknodOp{p, "dev", id, S_IFCHR | 0620, pfs_encode_dev(4000, 300000), 9, 10, at(26)},
-        TmpfileOp{p, id, 0600, 11, 12, StripeLayout{1u << 20, 3, {4, 5}}, at(27)},
+        TmpfileOp{p, id, 0600, 11, 12, StripeLayout{1u << 20, 3, {4, 5}}, 8192, at(27)},
+        UninlineOp{id},
     };
     REQUIRE(ops.size() == std::variant_size_v<Op>);
     for (const auto& op : ops) {
@@ -340,7 +343,9 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         longer.push_back(0);
         CHECK(err(decode_op(longer)) == -EBADMSG);
         Bytes other_version = bytes;
-        other_version[0] = 2;
+        other_version[0] = 3;
+        CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);
+        other_version[0] = 0;
         CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);
     }
     CHECK(err(decode_op(Bytes{1, static_cast<uint8_t>(std::variant_size_v<Op>)})) == -EBADMSG);
@@ -352,6 +357,58 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
     CHECK(setattr.changes.mtime == at(-5, 7));
     auto xattr = std::get<SetXattrOp>(*decode_op(encoded(ops[8])));
     CHECK(xattr.value == std::string("\0\1\2", 3));
+    CHECK(std::get<CreateOp>(*decode_op(encoded(ops[0]))).inline_max == 65536u);
+    CHECK(std::get<MkdirOp>(*decode_op(encoded(ops[1]))).pattern.inline_max == 4096u);
+}
+
+TEST_CASE("op records of version 1 (no inline-max) are still read", "[namespace]") {
+    // SetPatternOp and CreateOp as a server before inline files wrote them.
+    pfs_entry_id id{42, 7, 1}, p{1, 7, 1};
+    auto v1 = [](uint8_t tag, auto fields) {
+        return *encode_payload([&](pfs_xdr* x) {
+            uint8_t version = 1;
+            pfs_x_u8(x, &version);
+            pfs_x_u8(x, &tag);
+            fields(x);
+        });
+    };
+    auto time = [](pfs_xdr* x) {
+        __s64 sec = 30;
+        __u32 nsec = 0;
+        pfs_x_s64(x, &sec);
+        pfs_x_u32(x, &nsec);
+    };
+    Bytes pattern = v1(10, [&](pfs_xdr* x) {
+        __u32 chunk = 1u << 20, targets = 2, pool = 1;
+        pfs_x_entry_id(x, &id);
+        pfs_x_u32(x, &chunk);
+        pfs_x_u32(x, &targets);
+        pfs_x_u32(x, &pool);
+        time(x);
+    });
+    auto set = decode_op(pattern);
+    REQUIRE(set);
+    CHECK(std::get<SetPatternOp>(*set).pattern == StripePattern{1u << 20, 2, 1, 0});
+    Bytes create = v1(0, [&](pfs_xdr* x) {
+        char name[] = "f";
+        __u32 len = 1, mode = 0644, uid = 1, gid = 2, chunk = 1u << 20, pool = 1, count = 1, target = 4;
+        pfs_x_entry_id(x, &p);
+        pfs_x_u32(x, &len);
+        pfs_x_bytes(x, name, 1);
+        pfs_x_entry_id(x, &id);
+        pfs_x_u32(x, &mode);
+        pfs_x_u32(x, &uid);
+        pfs_x_u32(x, &gid);
+        pfs_x_u32(x, &chunk);
+        pfs_x_u32(x, &pool);
+        pfs_x_u32(x, &count);
+        pfs_x_u32(x, &target);
+        time(x);
+    });
+    auto made = decode_op(create);
+    REQUIRE(made);
+    CHECK(std::get<CreateOp>(*made).inline_max == 0u);
+    CHECK(std::get<CreateOp>(*made).layout.targets == std::vector<uint32_t>{4});
 }
 
 TEST_CASE("the observer sees exactly the ops that changed something", "[namespace]") {
