@@ -74,6 +74,9 @@ struct ClientConfig {
     // The local interfaces RDMA leaves by (libpfs: a path per server and
     // rail); none: a path per RDMA address of the server, wherever routing says.
     std::shared_ptr<const rdma::Rails> rails{};
+    // Requests say that their sender follows inline files' layouts and
+    // PFS_E_MOVED (PFS_FLAG_INLINE_LAYOUTS): libpfs does.
+    bool inline_layouts = true;
 };
 
 class RpcClient : public std::enable_shared_from_this<RpcClient> {

@@ -170,6 +170,12 @@ awaitable<Result<Reply>> Cluster::call_target(uint32_t target_id, uint16_t type,
     co_return co_await call_node(r->node_id, type, std::move(payload), 0, nullptr, bulk);
 }
 
+awaitable<Result<Reply>> Cluster::call_chunk(const pfs_entry_id& file, uint32_t target_id, uint16_t type,
+                                             Bytes payload, Bulk bulk) {
+    if (target_id != PFS_INLINE_TARGET) co_return co_await call_target(target_id, type, std::move(payload), bulk);
+    co_return co_await call_node(file.owner_node, type, std::move(payload), 0, nullptr, bulk);
+}
+
 Result<std::shared_ptr<NodePaths>> Cluster::paths_to(uint32_t node_id) {
     if (auto it = paths_.find(node_id); it != paths_.end()) return it->second;
     auto node = nodes_.find(node_id);
@@ -281,8 +287,13 @@ awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type
 }
 
 awaitable<Result<Bytes>> Cluster::call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload) {
+    co_return co_await call_chunk_ok(pfs_entry_id{}, target_id, type, std::move(payload));
+}
+
+awaitable<Result<Bytes>> Cluster::call_chunk_ok(const pfs_entry_id& file, uint32_t target_id, uint16_t type,
+                                                Result<Bytes> payload) {
     if (!payload) co_return payload.error();
-    auto reply = co_await call_target(target_id, type, std::move(*payload));
+    auto reply = co_await call_chunk(file, target_id, type, std::move(*payload));
     if (!reply) co_return reply.error();
     if (reply->status != PFS_OK) co_return reply_error(*reply);
     co_return std::move(reply->body);

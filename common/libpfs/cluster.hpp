@@ -48,6 +48,12 @@ public:
     Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.
     awaitable<Result<Bytes>> call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload);
+    // A request about file's chunk on a target of its layout: as
+    // call_target, and PFS_INLINE_TARGET is the file's metadata server.
+    awaitable<Result<Reply>> call_chunk(const pfs_entry_id& file, uint32_t target_id, uint16_t type, Bytes payload,
+                                        Bulk bulk = {});
+    awaitable<Result<Bytes>> call_chunk_ok(const pfs_entry_id& file, uint32_t target_id, uint16_t type,
+                                           Result<Bytes> payload);
 
     RpcClient& mgmtd() { return *mgmtd_; }
     // The client identities whose ids this cluster's connections may bind.

@@ -494,13 +494,26 @@ awaitable<Status> FileSystem::check(OpenFile& file) {
     co_return ok_status();
 }
 
+awaitable<Status> FileSystem::refresh_layout(OpenFile& file) {
+    auto body = co_await meta(file.attr.id, PFS_MSG_GET_LAYOUT, encode(pfs_x_entry_id, file.attr.id));
+    if (!body) co_return body.error();
+    auto wire = decode(*body, pfs_x_layout);
+    if (!wire) co_return wire.error();
+    // What the inline target acknowledged was synced to the new targets
+    // when the data moved: only their verifiers count from here.
+    file.layout = from_wire(*wire);
+    co_return ok_status();
+}
+
 awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std::span<uint8_t> out) {
     if (auto st = co_await check(file); !st) co_return st.error();
     // Our own writes count even before the metadata server has heard of them.
     uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
     if (offset >= size) co_return size_t{0};
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
-    auto st = co_await io_.read(file.layout, file.attr.id, offset, out.first(n));
+    auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
+        return io_.read(layout, file.attr.id, offset, out.first(n));
+    });
     if (!st) co_return st.error();
     co_return n;
 }
@@ -517,7 +530,9 @@ awaitable<Result<pfs_attr>> FileSystem::attr(OpenFile& file) {
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
     if (auto checked = co_await check(file); !checked) co_return checked;
-    auto st = co_await io_.write(file.layout, file.attr.id, offset, data, &file.verifiers);
+    auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
+        return io_.write(layout, file.attr.id, offset, data, &file.verifiers);
+    });
     if (!st) co_return st;
     file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
     file.unreported = true;
@@ -551,7 +566,9 @@ awaitable<Status> FileSystem::report_size(OpenFile& file, SizeReport how) {
 awaitable<Status> FileSystem::fsync(OpenFile& file) {
     if (auto st = co_await check(file); !st) co_return st;
     if ((file.attr.mode & S_IFMT) == S_IFREG) {
-        auto st = co_await io_.sync(file.layout, file.attr.id, &file.verifiers);
+        auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
+            return io_.sync(layout, file.attr.id, &file.verifiers);
+        });
         if (!st) co_return st;
     }
     co_return co_await report_size(file, SizeReport::durable);

@@ -185,6 +185,12 @@ private:
     // Before file's data is used: its open is in the current session (opened
     // again if the session was lost), or -ESTALE when the file is gone.
     awaitable<Status> check(OpenFile& file);
+    // io(layout) with the file's layout; once more with its layout fetched
+    // again when an inline file's data moved to its storage targets
+    // meanwhile (PFS_E_MOVED).
+    template <class Io>
+    auto with_layout(OpenFile& file, Io io) -> decltype(io(file.layout));
+    awaitable<Status> refresh_layout(OpenFile& file);
     // Whether the locks taken through file were lost with a session.
     bool locks_lost(const OpenFile& file) const;
     awaitable<Result<pfs_attr>> attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload);
@@ -208,5 +214,13 @@ private:
     SessionKeeper keeper_;
     uint64_t next_owner_ = 1;
 };
+
+template <class Io>
+auto FileSystem::with_layout(OpenFile& file, Io io) -> decltype(io(file.layout)) {
+    auto done = co_await io(file.layout);
+    if (done || done.error().code != PFS_E_MOVED) co_return done;
+    if (auto st = co_await refresh_layout(file); !st) co_return st.error();
+    co_return co_await io(file.layout);
+}
 
 }  // namespace pfs::client

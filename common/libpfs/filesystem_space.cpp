@@ -28,7 +28,8 @@ awaitable<Result<uint64_t>> FileSystem::seek(OpenFile& file, uint8_t what, uint6
     if (what != PFS_SEEK_DATA && what != PFS_SEEK_HOLE) co_return Error{-EINVAL, "not SEEK_DATA or SEEK_HOLE"};
     const uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
     if (offset >= size) co_return Error{-ENXIO, "offset at or past the end of the file"};
-    auto found = co_await io_.seek(file.layout, file.attr.id, what, offset);
+    auto found = co_await with_layout(
+        file, [&](const StripeLayout& layout) { return io_.seek(layout, file.attr.id, what, offset); });
     if (!found) co_return found.error();
     if (what == PFS_SEEK_HOLE) co_return std::min(found->value_or(size), size);
     if (!*found || **found >= size) co_return Error{-ENXIO, "no data at or after the offset"};
@@ -36,7 +37,8 @@ awaitable<Result<uint64_t>> FileSystem::seek(OpenFile& file, uint8_t what, uint6
 }
 
 awaitable<Result<uint64_t>> FileSystem::allocated(OpenFile& file) {
-    co_return co_await io_.allocated(file.layout, file.attr.id);
+    co_return co_await with_layout(file,
+                                   [&](const StripeLayout& layout) { return io_.allocated(layout, file.attr.id); });
 }
 
 }  // namespace pfs::client

@@ -45,7 +45,7 @@ awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_i
                             -> awaitable<Result<Unit>> {
             auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
             if (!head) co_return head.error();
-            auto reply = co_await cluster_.call_target(layout.targets[p.target_index], PFS_MSG_CHUNK_WRITE,
+            auto reply = co_await cluster_.call_chunk(file, layout.targets[p.target_index], PFS_MSG_CHUNK_WRITE,
                                                        std::move(*head), Bulk{piece, {}});
             if (!reply) co_return reply.error();
             if (reply->status != PFS_OK) co_return reply_error(*reply);
@@ -69,7 +69,7 @@ awaitable<Status> StripedIo::read(const StripeLayout& layout, const pfs_entry_id
             auto head = chunk_io_payload(file, layout.targets[p.target_index], p.chunk_offset, p.length);
             if (!head) co_return head.error();
             // The data lands in dest itself; past a chunk's end it reads as zeros.
-            auto reply = co_await cluster_.call_target(layout.targets[p.target_index], PFS_MSG_CHUNK_READ,
+            auto reply = co_await cluster_.call_chunk(file, layout.targets[p.target_index], PFS_MSG_CHUNK_READ,
                                                        std::move(*head), Bulk{{}, dest});
             if (!reply) co_return reply.error();
             if (reply->status != PFS_OK) co_return reply_error(*reply);
@@ -82,13 +82,13 @@ awaitable<Status> StripedIo::read(const StripeLayout& layout, const pfs_entry_id
     co_return first_error(co_await gather(std::move(tasks)));
 }
 
-awaitable<Status> StripedIo::each_target(const StripeLayout& layout, uint16_t type,
+awaitable<Status> StripedIo::each_target(const StripeLayout& layout, const pfs_entry_id& file, uint16_t type,
                                          std::function<Result<Bytes>(uint32_t, uint32_t)> payload) {
     if (auto st = check_layout(layout); !st) co_return st;
     std::vector<Task<Unit>> tasks;
     for (uint32_t i = 0; i < layout.targets.size(); ++i) {
-        tasks.push_back([this, &layout, &payload, type, i]() -> awaitable<Result<Unit>> {
-            auto body = co_await cluster_.call_target_ok(layout.targets[i], type, payload(i, layout.targets[i]));
+        tasks.push_back([this, &layout, &file, &payload, type, i]() -> awaitable<Result<Unit>> {
+            auto body = co_await cluster_.call_chunk_ok(file, layout.targets[i], type, payload(i, layout.targets[i]));
             if (!body) co_return body.error();
             co_return Unit{};
         });
@@ -98,7 +98,7 @@ awaitable<Status> StripedIo::each_target(const StripeLayout& layout, uint16_t ty
 
 awaitable<Status> StripedIo::truncate(const StripeLayout& layout, const pfs_entry_id& file, uint64_t file_size) {
     auto sizes = target_sizes(layout, file_size);
-    co_return co_await each_target(layout, PFS_MSG_CHUNK_TRUNCATE, [&](uint32_t i, uint32_t target) {
+    co_return co_await each_target(layout, file, PFS_MSG_CHUNK_TRUNCATE, [&](uint32_t i, uint32_t target) {
         return encode(pfs_x_chunk_truncate, pfs_chunk_truncate{chunk_ref(file, target), sizes[i]});
     });
 }
@@ -108,7 +108,7 @@ awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id
     std::vector<Task<Unit>> tasks;
     for (uint32_t target : layout.targets) {
         tasks.push_back([this, &file, target, verifiers]() -> awaitable<Result<Unit>> {
-            auto body = co_await cluster_.call_target_ok(target, PFS_MSG_CHUNK_SYNC,
+            auto body = co_await cluster_.call_chunk_ok(file, target, PFS_MSG_CHUNK_SYNC,
                                                          encode(pfs_x_chunk_ref, chunk_ref(file, target)));
             if (!body) co_return body.error();
             auto synced = decode(*body, pfs_x_chunk_synced);
@@ -123,7 +123,7 @@ awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id
 }
 
 awaitable<Status> StripedIo::unlink(const StripeLayout& layout, const pfs_entry_id& file) {
-    co_return co_await each_target(layout, PFS_MSG_CHUNK_UNLINK, [&](uint32_t, uint32_t target) {
+    co_return co_await each_target(layout, file, PFS_MSG_CHUNK_UNLINK, [&](uint32_t, uint32_t target) {
         return encode(pfs_x_chunk_ref, chunk_ref(file, target));
     });
 }
@@ -135,8 +135,8 @@ awaitable<Status> StripedIo::fallocate(const StripeLayout& layout, const pfs_ent
     for (const ChunkRange& r : chunk_ranges(layout, offset, length)) {
         tasks.push_back([this, &layout, &file, mode, r]() -> awaitable<Result<Unit>> {
             const uint32_t target = layout.targets[r.target_index];
-            auto body = co_await cluster_.call_target_ok(
-                target, PFS_MSG_CHUNK_FALLOCATE,
+            auto body = co_await cluster_.call_chunk_ok(
+                file, target, PFS_MSG_CHUNK_FALLOCATE,
                 encode(pfs_x_chunk_falloc, pfs_chunk_falloc{chunk_ref(file, target), mode, r.offset, r.length}));
             if (!body) co_return body.error();
             co_return Unit{};
@@ -154,8 +154,8 @@ awaitable<Result<std::optional<uint64_t>>> StripedIo::seek(const StripeLayout& l
         tasks.push_back([this, &layout, &file, what, offset, n, i]() -> awaitable<Result<std::optional<uint64_t>>> {
             const uint32_t target = layout.targets[i];
             const uint64_t from = pfs_stripe_target_from(layout.chunk_size, n, i, offset);
-            auto body = co_await cluster_.call_target_ok(
-                target, PFS_MSG_CHUNK_SEEK, encode(pfs_x_chunk_seek, pfs_chunk_seek{chunk_ref(file, target), from, what}));
+            auto body = co_await cluster_.call_chunk_ok(
+                file, target, PFS_MSG_CHUNK_SEEK, encode(pfs_x_chunk_seek, pfs_chunk_seek{chunk_ref(file, target), from, what}));
             if (!body) co_return body.error();
             auto r = decode(*body, pfs_x_chunk_seek_reply);
             if (!r) co_return r.error();
@@ -178,7 +178,7 @@ awaitable<Result<uint64_t>> StripedIo::allocated(const StripeLayout& layout, con
     std::vector<Task<uint64_t>> tasks;
     for (uint32_t target : layout.targets) {
         tasks.push_back([this, &file, target]() -> awaitable<Result<uint64_t>> {
-            auto body = co_await cluster_.call_target_ok(target, PFS_MSG_CHUNK_STAT,
+            auto body = co_await cluster_.call_chunk_ok(file, target, PFS_MSG_CHUNK_STAT,
                                                          encode(pfs_x_chunk_ref, chunk_ref(file, target)));
             if (!body) co_return body.error();
             auto st = decode(*body, pfs_x_chunk_stat);

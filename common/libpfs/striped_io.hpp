@@ -58,7 +58,7 @@ public:
 
 private:
     // The same request to every target of the layout.
-    awaitable<Status> each_target(const StripeLayout& layout, uint16_t type,
+    awaitable<Status> each_target(const StripeLayout& layout, const pfs_entry_id& file, uint16_t type,
                                   std::function<Result<Bytes>(uint32_t index, uint32_t target)> payload);
 
     Cluster& cluster_;

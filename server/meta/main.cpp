@@ -57,8 +57,9 @@ struct MetaServer {
         service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout,
                                                   meta::DirPlacement(*placement), std::move(*policy));
         service->install();
+        if (auto st = service->open_inline(ctx.state_dir / "inline"); !st) return st;
         // Not a coroutine itself: the lambda may be gone before the work ends.
-        ctx.before_stop = [this] { return service->flush_deletions(); };
+        ctx.before_stop = [this] { return service->stop_cleanly(); };
         // The namespace is owned by this node's id: open it once that is known.
         agent.on_registered([this, &io = ctx.io, dir = ctx.state_dir](uint32_t node_id) {
             if (opening) return;

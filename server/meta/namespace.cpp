@@ -474,7 +474,7 @@ std::optional<BlocksCount> Namespace::start_blocks_count(const pfs_entry_id& id)
     auto* file = std::get_if<FileBody>(&(*node)->body);
     if (!file || file->blocks != PFS_BLOCKS_UNKNOWN || file->blocks_counting) return std::nullopt;
     file->blocks_counting = true;
-    return BlocksCount{file->layout, file->blocks_epoch};
+    return BlocksCount{file->inline_max ? inline_layout(file->layout) : file->layout, file->blocks_epoch};
 }
 
 void Namespace::end_blocks_count(const pfs_entry_id& id, uint64_t epoch, std::optional<uint64_t> blocks) {

@@ -42,6 +42,7 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
       files_(cluster),
       blocks_(ex, files_),
       reaper_(ex, cluster),
+      inline_(ex, files_),
       chooser_(chooser),
       sessions_(session_timeout),
       placement_(placement),
@@ -51,6 +52,7 @@ void Service::attach(Namespace& ns, Durable durable) {
     ns_ = &ns;
     blocks_.attach(ns);
     durable_ = std::move(durable);
+    inline_.attach(ns, durable_);
     // Gone from every target: out of the durable set (journaled with the
     // next batch; were it lost, the chunks would only be deleted again).
     reaper_.on_reaped([this](std::vector<pfs_entry_id> ids) {
@@ -195,6 +197,7 @@ void Service::delete_chunks(FreedFile freed) {
     // After the reply: a storage server that is down leaves orphan chunks
     // for fsck, never a failed unlink.
     reaper_.remove(freed.layout, freed.id);
+    inline_.forget(freed);
 }
 
 void Service::count_blocks_if_unknown(const Attr& attr) {
@@ -348,7 +351,7 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
     auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
     auto create = [&] {
         return ns_->create(m.dir, m.name, m.mode, who.uid, who.gid, now(), choose,
-                           (m.flags & PFS_CREATE_EXCL) != 0);
+                           (m.flags & PFS_CREATE_EXCL) != 0, follows_inline(req));
     };
     auto created = co_await with_targets(create);
     if (!created) co_return Reply::from(created.error());
@@ -362,7 +365,9 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
     if (m.flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
-    Reply reply = co_await finish(attr_and_layout(created->attr, ns_->layout(created->attr.id)));
+    auto layout = co_await layout_for(req, created->attr.id);
+    if (!layout && S_ISREG(created->attr.mode)) co_return Reply::from(layout.error());
+    Reply reply = co_await finish(attr_and_layout(created->attr, layout));
     if (m.flags & PFS_CREATE_FIND) co_return said_made(std::move(reply), created->created);
     co_return reply;
 }
@@ -385,11 +390,14 @@ awaitable<Reply> Service::create_tmpfile(Request& req, const pfs_create& m, cons
     if (!(m.flags & PFS_CREATE_OPEN) || m.name[0]) co_return Reply::fail(EINVAL, "O_TMPFILE: open, no name");
     if (auto st = ns_->may_access(m.dir, who, W_OK | X_OK); !st) co_return Reply::from(st.error());
     auto choose = [this](const StripePattern& p) { return chooser_.choose(p); };
-    auto made = co_await with_targets([&] { return ns_->tmpfile(m.dir, m.mode, who.uid, who.gid, now(), choose); });
+    auto made = co_await with_targets(
+        [&] { return ns_->tmpfile(m.dir, m.mode, who.uid, who.gid, now(), choose, follows_inline(req)); });
     if (!made) co_return Reply::from(made.error());
     if (auto st = open_for(req.frame.header.client_id, made->id); !st) co_return Reply::from(st.error());
     watched(req, made->id);
-    co_return co_await finish(attr_and_layout(*made, ns_->layout(made->id)));
+    auto layout = co_await layout_for(req, made->id);
+    if (!layout) co_return Reply::from(layout.error());
+    co_return co_await finish(attr_and_layout(*made, layout));
 }
 
 awaitable<void> Service::reload_map() {
@@ -542,10 +550,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
         // that a later extension would expose. Always, not only below the
         // size known here: clients report how far they wrote only at
         // close and fsync, so the chunks may hold bytes past it.
-        if (auto layout = ns_->layout(m->id)) {
-            auto st = co_await files_.truncate(*layout, m->id, m->size);
-            if (!st) co_return Reply::from(st.error());
-        }
+        if (auto st = co_await truncate_chunks(m->id, m->size); !st) co_return Reply::from(st.error());
     }
     auto out = ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
@@ -601,15 +606,17 @@ awaitable<Reply> Service::on_open(Request& req) {
     if (!attr) co_return Reply::from(attr.error());
     if (auto st = allowed(req, m->id, open_mask(m->flags)); !st) co_return Reply::from(st.error());
     watched(req, m->id);
-    co_return opened_reply(req, *attr);
+    co_return co_await opened_reply(req, *attr);
 }
 
-Reply Service::opened_reply(const Request& req, const Attr& attr) {
-    auto reply = attr_and_layout(attr, ns_->layout(attr.id));
-    if (!reply) return Reply::from(reply.error());
+awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr) {
+    auto layout = co_await layout_for(req, attr.id);
+    if (!layout && S_ISREG(attr.mode)) co_return Reply::from(layout.error());
+    auto reply = attr_and_layout(attr, layout);
+    if (!reply) co_return Reply::from(reply.error());
     // Not journaled: after a restart nothing is open.
-    if (auto st = open_for(req.frame.header.client_id, attr.id); !st) return Reply::from(st.error());
-    return std::move(*reply);
+    if (auto st = open_for(req.frame.header.client_id, attr.id); !st) co_return Reply::from(st.error());
+    co_return std::move(*reply);
 }
 
 awaitable<Reply> Service::on_open_name(Request& req) {
@@ -633,7 +640,7 @@ awaitable<Reply> Service::find_name(Request& req, const pfs_entry_id& dir, std::
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
     if (auto st = allowed(req, attr->id, mask); !st) co_return Reply::from(st.error());
-    co_return opened_reply(req, *attr);
+    co_return co_await opened_reply(req, *attr);
 }
 
 awaitable<Reply> Service::on_close(Request& req) {

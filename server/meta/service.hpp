@@ -20,6 +20,7 @@
 #include "cluster.hpp"
 #include "dir_placement.hpp"
 #include "entry_key.hpp"
+#include "inline_files.hpp"
 #include "lock_table.hpp"
 #include "namespace.hpp"
 #include "rpc_server.hpp"
@@ -47,6 +48,10 @@ public:
     // on is answered EIO, none from the namespace in memory.
     void fail_stop(const Error& why) { stopped_ = why; }
     void install();
+    // The store of inline files' data under dir, and its chunk handlers.
+    Status open_inline(const std::filesystem::path& dir) { return inline_.open(dir, server_); }
+    // SIGTERM: chunk deletions still queued go out, inline data to disk.
+    awaitable<void> stop_cleanly();
     // Frees the files a crash left unlinked but not yet removed.
     awaitable<void> purge_orphans();
     // Chunk deletions still queued go out now (clean shutdown).
@@ -201,7 +206,18 @@ private:
     void count_blocks_if_unknown(const Attr& attr);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.
-    Reply opened_reply(const Request& req, const Attr& attr);
+    awaitable<Reply> opened_reply(const Request& req, const Attr& attr);
+    // A regular file's layout for the requester (InlineFiles::layout_for).
+    awaitable<Result<StripeLayout>> layout_for(const Request& req, const pfs_entry_id& file);
+    static bool follows_inline(const Request& req) {
+        return (req.frame.header.flags & PFS_FLAG_INLINE_LAYOUTS) != 0;
+    }
+    // Every chunk file of a file cut to its share of size, durably.
+    awaitable<Status> truncate_chunks(const pfs_entry_id& file, uint64_t size);
+    // io(layout) on the layout for this server's own chunk requests
+    // reaching end (InlineFiles::data_layout), again if the data moved.
+    template <class Io>
+    awaitable<Status> with_data_layout(const pfs_entry_id& file, uint64_t end, Io io);
     // The map fetched again (the chooser follows it), at most every 100 ms.
     awaitable<void> reload_map();
     // The targets' capacity for STATFS, asked of pfs-mgmtd at most once a
@@ -215,6 +231,7 @@ private:
     client::StripedIo files_;
     BlocksCounter blocks_;
     ChunkReaper reaper_;
+    InlineFiles inline_;
     TargetChooser& chooser_;
     std::chrono::steady_clock::time_point map_reloaded_{};
     std::optional<std::vector<pfs_target_info>> capacity_;  // none: pfs-mgmtd did not answer

@@ -16,11 +16,13 @@ awaitable<Reply> Service::on_fallocate(Request& req) {
     if (!S_ISREG(attr->mode)) co_return Reply::fail(ENODEV, "fallocate of a file that is not regular");
     // Changes the data like a write does: whoever may write may do it.
     if (auto st = allowed(req, m->id, W_OK); !st) co_return Reply::from(st.error());
-    auto layout = ns_->layout(m->id);
-    if (!layout) co_return Reply::from(layout.error());
     // The chunks first, durably: the size committed below never covers
     // space that a crash left unallocated, nor data a punch left behind.
-    if (auto st = co_await files_.fallocate(*layout, m->id, m->mode, m->offset, m->length); !st)
+    const uint64_t reach = (m->mode & PFS_FALLOC_PUNCH_HOLE) ? 0 : m->offset + m->length;
+    if (auto st = co_await with_data_layout(m->id, reach, [&](const StripeLayout& layout) {
+            return files_.fallocate(layout, m->id, m->mode, m->offset, m->length);
+        });
+        !st)
         co_return Reply::from(st.error());
     const Timespec stamp = now();
     AttrChanges changes;
@@ -33,10 +35,39 @@ awaitable<Reply> Service::on_fallocate(Request& req) {
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
+awaitable<void> Service::stop_cleanly() {
+    co_await reaper_.flush();
+    co_await inline_.stop_cleanly();
+}
+
+awaitable<Status> Service::truncate_chunks(const pfs_entry_id& file, uint64_t size) {
+    const bool regular = ns_->inline_max(file).ok();
+    if (!regular) co_return ok_status();  // no chunks
+    co_return co_await with_data_layout(
+        file, size, [&](const StripeLayout& layout) { return files_.truncate(layout, file, size); });
+}
+
+template <class Io>
+awaitable<Status> Service::with_data_layout(const pfs_entry_id& file, uint64_t end, Io io) {
+    // Twice at most: an inline file may move out between the layout and
+    // the request (PFS_E_MOVED), and never moves back.
+    for (int attempt = 0;; ++attempt) {
+        auto layout = co_await inline_.data_layout(file, end);
+        if (!layout) co_return layout.error();
+        auto st = co_await io(*layout);
+        if (st || st.error().code != PFS_E_MOVED || attempt == 1) co_return st;
+    }
+}
+
+awaitable<Result<StripeLayout>> Service::layout_for(const Request& req, const pfs_entry_id& file) {
+    // Not a regular file: the namespace's error.
+    return inline_.layout_for(file, follows_inline(req));
+}
+
 awaitable<Reply> Service::on_get_layout(Request& req) {
     auto m = body(req, pfs_x_entry_id);
     if (!m) co_return malformed(PFS_MSG_GET_LAYOUT);
-    auto layout = ns_->layout(*m);
+    auto layout = co_await layout_for(req, *m);
     if (!layout) co_return Reply::from(layout.error());
     auto reply = ok_with(pfs_x_layout, to_wire(*layout));
     co_return reply ? std::move(*reply) : Reply::from(reply.error());

@@ -3,7 +3,7 @@
 // targets with pfs-mgmtd and reports their capacity.
 #include "log.hpp"
 #include "server_main.hpp"
-#include "service.hpp"
+#include "storage_service.hpp"
 
 namespace {
 

@@ -438,7 +438,9 @@ TEST_CASE("proto: header decode rejects bad headers", "[proto]")
 		CHECK(dec(h) == 0);
 		h.flags = PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL;
 		CHECK(dec(h) == 0);
-		h.flags = 1u << 5;
+		h.flags = PFS_FLAG_INLINE_LAYOUTS;
+		CHECK(dec(h) == 0);
+		h.flags = 1u << 6;
 		CHECK(dec(h) == -EBADMSG);
 		h.flags = PFS_FLAG_REPLY | (1u << 31);
 		CHECK(dec(h) == -EBADMSG);

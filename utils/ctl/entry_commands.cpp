@@ -58,6 +58,12 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 void add_layout(Described& d, const FileLayout& layout, const Snapshot& snap) {
+    if (layout.targets.size() == 1 && layout.targets[0] == PFS_INLINE_TARGET) {
+        d.doc["layout"] = {{"chunk_size", layout.chunk_size}, {"pool_id", layout.pool_id}, {"inline", true}};
+        d.fields.emplace_back("Data", "inline, with the file's metadata server (moves to the storage targets "
+                                      "when it outgrows the directory's inline max)");
+        return;
+    }
     json targets = json::array();
     Table table({{"INDEX", Align::right}, {"TARGET", Align::right}, {"NODE"}});
     for (size_t i = 0; i < layout.targets.size(); ++i) {
@@ -80,7 +86,8 @@ void add_layout(Described& d, const FileLayout& layout, const Snapshot& snap) {
 std::string pattern_text(const pfs_pattern& p, const Snapshot& snap, const std::string& indent) {
     return render_fields({{"Chunk size", format_chunk_size(p.chunk_size)},
                           {"Targets", std::to_string(p.num_targets)},
-                          {"Pool", labelled(p.pool_id, snap.pool_name(p.pool_id))}},
+                          {"Pool", labelled(p.pool_id, snap.pool_name(p.pool_id))},
+                          {"Inline max", p.inline_max ? format_chunk_size(p.inline_max) : "0 (files never inline)"}},
                          indent);
 }
 
@@ -134,8 +141,8 @@ Result<std::string> entry_info(Context& ctx) {
 Result<std::string> entry_set(Context& ctx) {
     const std::string& path = ctx.args[0];
     const Options& o = ctx.options;
-    if (!o.has("chunk-size") && !o.has("num-targets") && !o.has("pool"))
-        return usage_error("entry set changes --chunk-size, --num-targets or --pool (any of them)\nusage: " +
+    if (!o.has("chunk-size") && !o.has("num-targets") && !o.has("pool") && !o.has("inline-max"))
+        return usage_error("entry set changes --chunk-size, --num-targets, --pool or --inline-max (any of them)\nusage: " +
                            usage_line(*find_command("entry", "set")));
     if (auto st = check_fs_path(path); !st) return st.error();
     // Check every argument before changing anything.
@@ -156,6 +163,14 @@ Result<std::string> entry_set(Context& ctx) {
                                std::to_string(PFS_STRIPE_TARGETS_MAX));
         num_targets = *n;
     }
+    std::optional<uint32_t> inline_max;
+    if (o.has("inline-max")) {
+        auto size = parse_size(o.get<std::string>("inline-max"), "inline-max");
+        if (!size) return size.error();
+        if (*size > PFS_INLINE_MAX)
+            return usage_error("invalid inline-max '" + o.get<std::string>("inline-max") + "': at most 1M");
+        inline_max = static_cast<uint32_t>(*size);
+    }
     auto snap = fetch(ctx.mgmt, kPools);
     if (!snap) return snap.error();
     std::optional<uint32_t> pool_id;
@@ -172,6 +187,10 @@ Result<std::string> entry_set(Context& ctx) {
     pattern->chunk_size = chunk_size.value_or(pattern->chunk_size);
     pattern->num_targets = num_targets.value_or(pattern->num_targets);
     pattern->pool_id = pool_id.value_or(pattern->pool_id);
+    pattern->inline_max = inline_max.value_or(pattern->inline_max);
+    if (pattern->inline_max > pattern->chunk_size)
+        return usage_error("inline-max " + std::to_string(pattern->inline_max) + " is above the chunk size " +
+                           std::to_string(pattern->chunk_size));
     if (auto st = (*fs)->set_pattern(path, *pattern); !st) return fs_error(path, st.error());
     if (ctx.json) return render_json({{"path", path}, {"pattern", pattern_json(*pattern, *snap)}});
     return "stripe pattern for new files in " + path + ":\n" + pattern_text(*pattern, *snap, "  ");

@@ -170,7 +170,8 @@ json pattern_json(const pfs_pattern& p, const Snapshot& snap) {
     return {{"chunk_size", p.chunk_size},
             {"num_targets", p.num_targets},
             {"pool_id", p.pool_id},
-            {"pool_name", snap.pool_name(p.pool_id)}};
+            {"pool_name", snap.pool_name(p.pool_id)},
+            {"inline_max", p.inline_max}};
 }
 
 namespace {

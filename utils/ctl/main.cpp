@@ -48,6 +48,9 @@ void declare_options(Options& options) {
          "entry set: chunk size for new files (512K, 1M, 4M: a power of two, 64K..1G)")
         ("num-targets", po::value<std::string>()->value_name("N"), "entry set: targets per new file")
         ("pool", po::value<std::string>()->value_name("POOL"), "entry set: storage pool (id or name) for new files")
+        ("inline-max", po::value<std::string>()->value_name("SIZE"),
+         "entry set: new files keep up to SIZE bytes with their metadata server (0: none; at most the chunk "
+         "size and 1M)")
         ("interval", po::value<std::string>()->value_name("S"), "stats server: seconds between the samples (default 1)")
         ("by-type", po::bool_switch(), "stats server: a row per message type")
         ("readonly", po::bool_switch(), "fsck: only check, change nothing")

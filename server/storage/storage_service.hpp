@@ -32,6 +32,19 @@ struct StorageServiceOptions {
     unsigned worker_loops = 0;
 };
 
+// What a chunk request is about to do to one file's chunk, for a guard
+// (set_guard) to allow or refuse first.
+struct ChunkAccess {
+    uint16_t type = 0;  // PFS_MSG_CHUNK_*
+    pfs_entry_id file{};
+    uint64_t end = 0;  // how far into the chunk file it writes or sizes it; 0: it does not
+};
+
+// Allows a request (what it returns is kept until the reply is decided) or
+// refuses it with the error its reply carries.
+using ChunkHold = std::shared_ptr<void>;
+using ChunkGuard = std::function<awaitable<Result<ChunkHold>>(const ChunkAccess&)>;
+
 class StorageService : public std::enable_shared_from_this<StorageService> {
 public:
     // targets: the node's targets, in the agent's order; the vector must
@@ -44,6 +57,11 @@ public:
 
     // Registers the chunk handlers; they keep the service alive.
     void install(RpcServer& server);
+    // Every request for a file's chunk (not UNLINK_MANY and LIST: the
+    // servers' and fsck's) asks guard first. Before install.
+    void set_guard(ChunkGuard guard) { guard_ = std::move(guard); }
+    // The store of the target with this id, or null.
+    ChunkStore* store(uint32_t target_id);
     // Takes the targets' ids as they are now (main loop; the handlers on
     // other loops read the copy).
     void refresh_ids();
@@ -73,6 +91,7 @@ private:
     // The target with this id, or null (PFS_E_UNKNOWN_TARGET).
     Target* find(uint32_t target_id);
     Reply failed(Target& target, const Error& e);
+    awaitable<Result<ChunkHold>> admit(const ChunkAccess& access);
 
     const std::vector<AgentTarget>& agent_targets_;
     std::vector<std::unique_ptr<Uring>> rings_;     // one per loop; declared before the stores, which use them
@@ -80,6 +99,7 @@ private:
     // Blocking work off the event loop: CHUNK_LIST's directory reads,
     // CHUNK_COPY's copy_file_range.
     std::unique_ptr<asio::thread_pool> lister_;
+    ChunkGuard guard_;
 };
 
 }  // namespace pfs

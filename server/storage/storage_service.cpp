@@ -1,4 +1,4 @@
-#include "service.hpp"
+#include "storage_service.hpp"
 
 #include <atomic>
 
@@ -132,6 +132,11 @@ awaitable<void> StorageService::stop_cleanly() {
     co_return;
 }
 
+ChunkStore* StorageService::store(uint32_t target_id) {
+    Target* target = find(target_id);
+    return target ? target->store.get() : nullptr;
+}
+
 StorageService::Target* StorageService::find(uint32_t target_id) {
     if (target_id == 0) return nullptr;
     for (auto& t : targets_)
@@ -150,11 +155,18 @@ Reply StorageService::failed(Target& target, const Error& e) {
     return Reply::from(e);
 }
 
+awaitable<Result<ChunkHold>> StorageService::admit(const ChunkAccess& access) {
+    if (!guard_) co_return ChunkHold{};
+    co_return co_await guard_(access);
+}
+
 awaitable<Reply> StorageService::write(Request& req) {
     auto w = decode_write(req.frame);
     if (!w) co_return Reply::fail(PFS_E_PROTO, w.error().message);
     Target* target = find(w->io.chunk.target_id);
     if (!target) co_return unknown_target(w->io.chunk.target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_WRITE, w->io.chunk.file, w->io.offset + w->data.size()});
+    if (!hold) co_return Reply::from(hold.error());
     auto done = co_await target->store->write(w->io.chunk.file, w->io.offset, w->data);
     if (!done) co_return failed(*target, done.error());
     target->room_again();
@@ -166,6 +178,8 @@ awaitable<Reply> StorageService::read(Request& req) {
     if (!io || !req.frame.bulk || req.frame.bulk->out_len < io->length) co_return malformed("CHUNK_READ");
     Target* target = find(io->chunk.target_id);
     if (!target) co_return unknown_target(io->chunk.target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_READ, io->chunk.file});
+    if (!hold) co_return Reply::from(hold.error());
     auto data = co_await target->store->read(io->chunk.file, io->offset, io->length);
     if (!data) co_return failed(*target, data.error());
     if ((req.frame.header.flags & PFS_FLAG_ZERO_FILL) && data->size() < io->length) {
@@ -182,6 +196,8 @@ awaitable<Reply> StorageService::truncate(Request& req) {
     if (!t) co_return malformed("CHUNK_TRUNCATE");
     Target* target = find(t->chunk.target_id);
     if (!target) co_return unknown_target(t->chunk.target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_TRUNCATE, t->chunk.file, t->size});
+    if (!hold) co_return Reply::from(hold.error());
     auto st = co_await target->store->truncate(t->chunk.file, t->size);
     co_return st ? Reply::ok() : failed(*target, st.error());
 }
@@ -191,6 +207,8 @@ awaitable<Reply> StorageService::sync(Request& req) {
     if (!ref) co_return malformed("CHUNK_SYNC");
     Target* target = find(ref->target_id);
     if (!target) co_return unknown_target(ref->target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_SYNC, ref->file});
+    if (!hold) co_return Reply::from(hold.error());
     auto st = co_await target->store->sync(ref->file);
     if (!st) co_return failed(*target, st.error());
     co_return encoded(pfs_x_chunk_synced, pfs_chunk_synced{target->store->verifier()});
@@ -228,6 +246,8 @@ awaitable<Reply> StorageService::stat(Request& req) {
     if (!ref) co_return malformed("CHUNK_STAT");
     Target* target = find(ref->target_id);
     if (!target) co_return unknown_target(ref->target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_STAT, ref->file});
+    if (!hold) co_return Reply::from(hold.error());
     auto st = co_await target->store->stat(ref->file);
     if (!st) co_return failed(*target, st.error());
     co_return encoded(pfs_x_chunk_stat, pfs_chunk_stat{st->size, st->allocated});
@@ -238,6 +258,9 @@ awaitable<Reply> StorageService::fallocate(Request& req) {
     if (!m) co_return malformed("CHUNK_FALLOCATE");
     Target* target = find(m->chunk.target_id);
     if (!target) co_return unknown_target(m->chunk.target_id);
+    const uint64_t reach = (m->mode & PFS_FALLOC_PUNCH_HOLE) ? 0 : m->offset + m->length;
+    auto hold = co_await admit({PFS_MSG_CHUNK_FALLOCATE, m->chunk.file, reach});
+    if (!hold) co_return Reply::from(hold.error());
     auto st = co_await target->store->fallocate(m->chunk.file, m->mode, m->offset, m->length);
     if (!st) co_return failed(*target, st.error());
     if (m->mode & PFS_FALLOC_PUNCH_HOLE) target->room_again();  // space was freed
@@ -249,6 +272,8 @@ awaitable<Reply> StorageService::seek(Request& req) {
     if (!m) co_return malformed("CHUNK_SEEK");
     Target* target = find(m->chunk.target_id);
     if (!target) co_return unknown_target(m->chunk.target_id);
+    auto hold = co_await admit({PFS_MSG_CHUNK_SEEK, m->chunk.file});
+    if (!hold) co_return Reply::from(hold.error());
     auto at = co_await target->store->seek(m->chunk.file, m->what, m->offset);
     if (!at) co_return failed(*target, at.error());
     pfs_chunk_seek_reply out{static_cast<uint8_t>(at->has_value() ? 1 : 0), at->value_or(0)};
@@ -260,6 +285,10 @@ awaitable<Reply> StorageService::copy(Request& req) {
     if (!m) co_return malformed("CHUNK_COPY");
     Target* target = find(m->src.target_id);
     if (!target) co_return unknown_target(m->src.target_id);
+    auto src_hold = co_await admit({PFS_MSG_CHUNK_COPY, m->src.file});
+    if (!src_hold) co_return Reply::from(src_hold.error());
+    auto dst_hold = co_await admit({PFS_MSG_CHUNK_COPY, m->dst, m->dst_offset + m->length});
+    if (!dst_hold) co_return Reply::from(dst_hold.error());
     auto pair = co_await target->store->copy_pair(m->src.file, m->dst);
     if (!pair) co_return failed(*target, pair.error());
     // On the helper thread (the pair keeps both descriptors open).

@@ -1,0 +1,160 @@
+#include "inline_files.hpp"
+
+#include "log.hpp"
+
+namespace pfs::meta {
+
+Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Error{-ec.value(), "cannot make the inline store " + dir.string() + ": " + ec.message()};
+    targets_ = {AgentTarget{dir, PFS_INLINE_TARGET, 0}};
+    StorageServiceOptions options;
+    options.fixed_buffers = 0;  // small files: no pinned memory
+    auto service = StorageService::create(targets_, options);
+    if (!service) return service.error();
+    service_ = std::move(*service);
+    service_->set_guard([this](const ChunkAccess& access) { return admit(access); });
+    service_->install(server);
+    return ok_status();
+}
+
+void InlineFiles::attach(Namespace& ns, Durable durable) {
+    ns_ = &ns;
+    durable_ = std::move(durable);
+}
+
+awaitable<void> InlineFiles::stop_cleanly() {
+    if (service_) co_await service_->stop_cleanly();
+}
+
+ChunkStore& InlineFiles::store() const { return *service_->store(PFS_INLINE_TARGET); }
+
+awaitable<Result<ChunkHold>> InlineFiles::admit(const ChunkAccess& access) {
+    if (!ns_) co_return Error{-EAGAIN, "the namespace is not loaded yet"};
+    const EntryKey key = EntryKey::of(access.file);
+    for (;;) {
+        auto limit = ns_->inline_max(access.file);
+        if (!limit) co_return Error{-ESTALE, "no such file here: " + limit.error().message};
+        if (auto it = state_.find(key); it != state_.end() && it->second.moving) {
+            co_await wait(access.file);
+            continue;
+        }
+        if (*limit == 0) co_return Error{PFS_E_MOVED, "the file's data is on its storage targets now"};
+        if (access.end > *limit) {
+            auto moved = co_await move_out(access.file);
+            if (!moved) co_return moved.error();
+            co_return Error{PFS_E_MOVED, "the file outgrew its inline space: its data moved to its storage targets"};
+        }
+        break;
+    }
+    State& s = state_[key];
+    ++s.in_flight;
+    // Released with the reply: the last one wakes a move waiting for it.
+    co_return ChunkHold(static_cast<void*>(nullptr), [this, key](void*) {
+        auto it = state_.find(key);
+        if (it == state_.end()) return;
+        if (--it->second.in_flight > 0) return;
+        if (it->second.drained) it->second.drained->cancel();
+        if (!it->second.moving) state_.erase(it);
+    });
+}
+
+awaitable<void> InlineFiles::wait(const pfs_entry_id& file) {
+    auto it = state_.find(EntryKey::of(file));
+    if (it == state_.end() || !it->second.moving) co_return;
+    auto timer = it->second.moving;  // the move's own: it outlives the entry
+    boost::system::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+awaitable<Status> InlineFiles::move_out(const pfs_entry_id& file) {
+    const EntryKey key = EntryKey::of(file);
+    if (auto it = state_.find(key); it != state_.end() && it->second.moving) {
+        co_await wait(file);
+        co_return ok_status();
+    }
+    auto moving = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+    state_[key].moving = moving;
+    // Requests admitted before finish first.
+    while (state_[key].in_flight > 0) {
+        auto drained = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
+        state_[key].drained = drained;
+        boost::system::error_code ec;
+        co_await drained->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    Status st = ok_status();
+    auto limit = ns_->inline_max(file);
+    auto layout = ns_->layout(file);
+    if (!limit || !layout) {
+        st = Error{-ESTALE, "the file is gone"};
+    } else if (*limit != 0) {
+        st = co_await copy_out(file, *layout);
+        if (st) st = ns_->uninline(file);
+        if (st) st = co_await durable_();
+        if (st) {
+            if (auto gone = co_await store().unlink(file); !gone)
+                log::warn("inline data moved out but not deleted here", {{"error", gone.error().message}});
+        } else {
+            log::warn("cannot move an inline file's data to its storage targets",
+                      {{"ino", file.ino}, {"error", st.error().message}});
+        }
+    }
+    if (auto it = state_.find(key); it != state_.end()) {
+        it->second.moving.reset();
+        it->second.drained.reset();
+        if (it->second.in_flight == 0) state_.erase(it);
+    }
+    moving->cancel();
+    co_return st;
+}
+
+awaitable<Status> InlineFiles::copy_out(const pfs_entry_id& file, const StripeLayout& layout) {
+    auto size = co_await store().stat(file);
+    if (!size) co_return size.error();
+    if (size->size > PFS_INLINE_MAX) co_return Error{-EIO, "inline data larger than any inline-max"};
+    auto data = co_await store().read(file, 0, static_cast<uint32_t>(size->size));
+    if (!data) co_return data.error();
+    // The whole of it lies in the first chunk (inline_max <= chunk size):
+    // written there, then every chunk file cut to its share of the size
+    // (which also drops what an earlier, interrupted move left).
+    if (!data->empty()) {
+        auto st = co_await files_.write(layout, file, 0, std::span<const uint8_t>(data->data(), data->size()));
+        if (!st) co_return st;
+    }
+    if (auto st = co_await files_.truncate(layout, file, size->size); !st) co_return st;
+    co_return co_await files_.sync(layout, file);
+}
+
+awaitable<Result<StripeLayout>> InlineFiles::layout_for(const pfs_entry_id& file, bool client_follows) {
+    auto limit = ns_->inline_max(file);
+    if (!limit) co_return limit.error();
+    auto layout = ns_->layout(file);
+    if (!layout) co_return layout.error();
+    if (*limit == 0) co_return *layout;
+    if (client_follows) co_return inline_layout(*layout);
+    if (auto st = co_await move_out(file); !st) co_return st.error();
+    co_return ns_->layout(file);
+}
+
+awaitable<Result<StripeLayout>> InlineFiles::data_layout(const pfs_entry_id& file, uint64_t end) {
+    auto limit = ns_->inline_max(file);
+    if (!limit) co_return limit.error();
+    if (*limit != 0 && end > *limit) {
+        if (auto st = co_await move_out(file); !st) co_return st.error();
+    }
+    co_return co_await layout_for(file, true);
+}
+
+void InlineFiles::forget(const FreedFile& freed) {
+    if (!freed.was_inline || !service_) return;
+    asio::co_spawn(
+        ex_,
+        [this, id = freed.id]() -> awaitable<void> {
+            if (auto st = co_await store().unlink(id); !st)
+                log::warn("a freed inline file's data not deleted", {{"ino", id.ino}, {"error", st.error().message}});
+        },
+        asio::detached);
+}
+
+}  // namespace pfs::meta

@@ -1,0 +1,240 @@
+// Inline files against real daemons: a small file's data stays with its
+// metadata server (no chunk on any storage target), reads back through
+// another client, survives kill -9 of pfs-meta once fsync'd, moves to the
+// storage targets when a write or a truncate takes it past the directory's
+// inline-max (a client holding the old layout is sent after it:
+// PFS_E_MOVED), and a client that does not follow inline layouts (as
+// pfs.ko before it learns them) is never given one.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include "filesystem.hpp"
+#include "fs_waits.hpp"
+#include "test_cluster.hpp"
+
+using namespace pfs;
+using namespace pfs::client;
+using pfs::test::TestCluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint32_t kInlineMax = 16u << 10;
+
+Bytes pattern_bytes(size_t n, uint8_t seed) {
+    Bytes out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<uint8_t>(seed + i * 7 + i / 251);
+    return out;
+}
+
+// Chunk files under a directory (a storage target, or pfs-meta's inline store).
+size_t chunk_files(const std::filesystem::path& dir) {
+    size_t n = 0;
+    if (!std::filesystem::exists(dir)) return 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        n += e.is_regular_file() && e.path().parent_path().parent_path().filename() == "chunks";
+    return n;
+}
+
+struct Setup {
+    TestCluster tc;
+    asio::io_context io;
+    Cluster cluster{io.get_executor(), (start(tc), tc.mgmtd()), tc.secret(), test::short_timeouts()};
+    FileSystem fs{cluster, FileSystemOptions{0ms}};
+
+    static void start(TestCluster& tc) {
+        tc.start_mgmtd();
+        tc.start_meta("m1");
+        tc.start_storage("s1", 1);
+        tc.start_storage("s2", 1);
+    }
+    size_t on_targets() const { return chunk_files(tc.dir() / "s1-t0") + chunk_files(tc.dir() / "s2-t0"); }
+    size_t inline_chunks() const { return chunk_files(tc.dir() / "m1" / "inline"); }
+};
+
+awaitable<Result<Bytes>> read_all(FileSystem& fs, OpenFile& file, size_t n) {
+    Bytes out(n + 100, 0xee);
+    auto got = co_await fs.read(file, 0, out);
+    if (!got) co_return got.error();
+    out.resize(*got);
+    co_return out;
+}
+
+awaitable<Result<Bytes>> read_path(FileSystem& fs, const std::string& path, size_t n) {
+    auto file = co_await fs.open(path, O_RDONLY);
+    if (!file) co_return file.error();
+    auto data = co_await read_all(fs, *file, n);
+    (void)co_await fs.close(*file);
+    co_return data;
+}
+
+bool is_inline(const StripeLayout& l) { return l.targets == std::vector<uint32_t>{PFS_INLINE_TARGET}; }
+
+}  // namespace
+
+TEST_CASE("a small file stays with its metadata server until it outgrows inline-max", "[system]") {
+    Setup s;
+    Cluster other_cluster(s.io.get_executor(), s.tc.mgmtd(), s.tc.secret(), test::short_timeouts());
+    FileSystem other(other_cluster, FileSystemOptions{0ms});
+    const Bytes first = pattern_bytes(10000, 1);
+    const Bytes more = pattern_bytes(10000, 99);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        REQUIRE(ready);
+        const bool other_ready = co_await test::wait_ready(s.io, other_cluster, other, 2);
+        REQUIRE(other_ready);
+        REQUIRE_OK(co_await s.fs.mkdir("/in"));
+        REQUIRE_OK(co_await s.fs.set_pattern("/in", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
+        auto pattern = co_await s.fs.get_pattern("/in");
+        REQUIRE(pattern);
+        CHECK(pattern->inline_max == kInlineMax);
+
+        auto file = co_await s.fs.open("/in/a", O_CREAT | O_RDWR);
+        REQUIRE(file);
+        CHECK(is_inline(file->layout));
+        REQUIRE_OK(co_await s.fs.write(*file, 0, first));
+        REQUIRE_OK(co_await s.fs.fsync(*file));
+        CHECK(s.on_targets() == 0);
+        CHECK(s.inline_chunks() == 1);
+
+        // Another client reads it, and keeps it open with the inline layout.
+        auto seen = co_await read_path(other, "/in/a", first.size());
+        REQUIRE(seen);
+        CHECK(*seen == first);
+        auto held = co_await other.open("/in/a", O_RDONLY);
+        REQUIRE(held);
+        CHECK(is_inline(held->layout));
+
+        // Past inline-max: the data moves to the targets, the write follows it.
+        REQUIRE_OK(co_await s.fs.write(*file, first.size() + 5000, more));
+        CHECK_FALSE(is_inline(file->layout));
+        CHECK(file->layout.targets.size() == 2);
+        REQUIRE_OK(co_await s.fs.fsync(*file));
+        CHECK(s.inline_chunks() == 0);
+        CHECK(s.on_targets() >= 1);
+        auto layout = co_await s.fs.layout(std::string_view("/in/a"));
+        REQUIRE(layout);
+        CHECK_FALSE(is_inline(*layout));
+
+        // The other client's old layout sends it after the data.
+        Bytes expect = first;
+        expect.resize(first.size() + 5000, 0);
+        expect.insert(expect.end(), more.begin(), more.end());
+        auto size = co_await other.attr(*held);  // the size the writer's fsync reported
+        REQUIRE(size);
+        CHECK(size->size == expect.size());
+        auto stale = co_await read_all(other, *held, expect.size());
+        REQUIRE(stale);
+        stale->resize(expect.size(), 0xee);
+        CHECK(*stale == expect);
+        CHECK_FALSE(is_inline(held->layout));
+        REQUIRE_OK(co_await other.close(*held));
+        REQUIRE_OK(co_await s.fs.close(*file));
+
+        // A truncate past inline-max moves a file too; one within it does not.
+        auto small = co_await s.fs.open("/in/b", O_CREAT | O_RDWR);
+        REQUIRE(small);
+        REQUIRE_OK(co_await s.fs.write(*small, 0, first));
+        REQUIRE_OK(co_await s.fs.close(*small));
+        REQUIRE_OK(co_await s.fs.truncate("/in/b", 4000));
+        auto cut = co_await read_path(s.fs, "/in/b", first.size());
+        REQUIRE(cut);
+        CHECK(*cut == Bytes(first.begin(), first.begin() + 4000));
+        CHECK(s.inline_chunks() == 1);
+        REQUIRE_OK(co_await s.fs.truncate("/in/b", 100000));
+        auto grown = co_await read_path(s.fs, "/in/b", 100000);
+        REQUIRE(grown);
+        Bytes zeros_after = Bytes(first.begin(), first.begin() + 4000);
+        zeros_after.resize(100000, 0);
+        CHECK(*grown == zeros_after);
+        CHECK(s.inline_chunks() == 0);
+
+        // Removing an inline file deletes its data here.
+        auto c = co_await s.fs.open("/in/c", O_CREAT | O_WRONLY);
+        REQUIRE(c);
+        REQUIRE_OK(co_await s.fs.write(*c, 0, first));
+        REQUIRE_OK(co_await s.fs.close(*c));
+        CHECK(s.inline_chunks() == 1);
+        REQUIRE_OK(co_await s.fs.unlink("/in/c"));
+        const bool deleted = co_await test::eventually(s.io, 10s, [&]() -> awaitable<bool> { co_return s.inline_chunks() == 0; });
+        CHECK(deleted);
+        s.cluster.close();
+        other_cluster.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
+TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[system]") {
+    Setup s;
+    const Bytes data = pattern_bytes(12345, 5);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        REQUIRE(ready);
+        REQUIRE_OK(co_await s.fs.set_pattern("/", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
+        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        REQUIRE(file);
+        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
+        REQUIRE_OK(co_await s.fs.fsync(*file));
+        s.tc.daemon("m1").kill(SIGKILL);
+        s.tc.daemon("m1").start();
+        const bool back = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        REQUIRE(back);
+        auto seen = co_await read_path(s.fs, "/f", data.size());
+        REQUIRE(seen);
+        CHECK(*seen == data);
+        auto layout = co_await s.fs.layout(std::string_view("/f"));
+        REQUIRE(layout);
+        CHECK(is_inline(*layout));
+        CHECK(s.on_targets() == 0);
+        s.cluster.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
+TEST_CASE("a client that does not follow inline layouts is never given one", "[system]") {
+    Setup s;
+    ClientConfig plain = test::short_timeouts();
+    plain.inline_layouts = false;
+    Cluster old_cluster(s.io.get_executor(), s.tc.mgmtd(), s.tc.secret(), plain);
+    FileSystem old(old_cluster, FileSystemOptions{0ms});
+    const Bytes data = pattern_bytes(9000, 3);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        REQUIRE(ready);
+        const bool old_ready = co_await test::wait_ready(s.io, old_cluster, old, 2);
+        REQUIRE(old_ready);
+        REQUIRE_OK(co_await s.fs.set_pattern("/", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
+        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        REQUIRE(file);
+        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
+        REQUIRE_OK(co_await s.fs.close(*file));
+        CHECK(s.inline_chunks() == 1);
+
+        // Its open moves the file out first; its creates are never inline.
+        auto opened = co_await old.open("/f", O_RDONLY);
+        REQUIRE(opened);
+        CHECK_FALSE(is_inline(opened->layout));
+        auto seen = co_await read_all(old, *opened, data.size());
+        REQUIRE(seen);
+        CHECK(*seen == data);
+        REQUIRE_OK(co_await old.close(*opened));
+        CHECK(s.inline_chunks() == 0);
+        auto made = co_await old.open("/g", O_CREAT | O_WRONLY);
+        REQUIRE(made);
+        CHECK_FALSE(is_inline(made->layout));
+        REQUIRE_OK(co_await old.close(*made));
+        s.cluster.close();
+        old_cluster.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
