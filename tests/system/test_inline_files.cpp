@@ -40,11 +40,35 @@ size_t chunk_files(const std::filesystem::path& dir) {
     return n;
 }
 
+// A cluster of one metadata and two storage servers, and two clients: the
+// second one's connections as configured.
 struct Setup {
+    explicit Setup(ClientConfig second_config = test::short_timeouts())
+        : other_cluster(io.get_executor(), tc.mgmtd(), tc.secret(), second_config) {}
+
     TestCluster tc;
     asio::io_context io;
     Cluster cluster{io.get_executor(), (start(tc), tc.mgmtd()), tc.secret(), test::short_timeouts()};
     FileSystem fs{cluster, FileSystemOptions{0ms}};
+    Cluster other_cluster;
+    FileSystem other{other_cluster, FileSystemOptions{0ms}};
+
+    // Both clients see both targets, and dir's new files are inline.
+    awaitable<bool> ready(const std::string& dir) {
+        // (No co_await inside conditions: GCC 12.)
+        const bool first = co_await test::wait_ready(io, cluster, fs, 2);
+        const bool second = co_await test::wait_ready(io, other_cluster, other, 2);
+        if (!first || !second) co_return false;
+        bool made = true;
+        if (dir != "/") made = (co_await fs.mkdir(dir)).ok();
+        if (!made) co_return false;
+        auto st = co_await fs.set_pattern(dir, pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax});
+        co_return st.ok();
+    }
+    void close() {
+        cluster.close();
+        other_cluster.close();
+    }
 
     static void start(TestCluster& tc) {
         tc.start_mgmtd();
@@ -78,18 +102,13 @@ bool is_inline(const StripeLayout& l) { return l.targets == std::vector<uint32_t
 
 TEST_CASE("a small file stays with its metadata server until it outgrows inline-max", "[system]") {
     Setup s;
-    Cluster other_cluster(s.io.get_executor(), s.tc.mgmtd(), s.tc.secret(), test::short_timeouts());
-    FileSystem other(other_cluster, FileSystemOptions{0ms});
+    FileSystem& other = s.other;
     const Bytes first = pattern_bytes(10000, 1);
     const Bytes more = pattern_bytes(10000, 99);
 
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
-        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        const bool ready = co_await s.ready("/in");
         REQUIRE(ready);
-        const bool other_ready = co_await test::wait_ready(s.io, other_cluster, other, 2);
-        REQUIRE(other_ready);
-        REQUIRE_OK(co_await s.fs.mkdir("/in"));
-        REQUIRE_OK(co_await s.fs.set_pattern("/in", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
         auto pattern = co_await s.fs.get_pattern("/in");
         REQUIRE(pattern);
         CHECK(pattern->inline_max == kInlineMax);
@@ -163,8 +182,7 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
         REQUIRE_OK(co_await s.fs.unlink("/in/c"));
         const bool deleted = co_await test::eventually(s.io, 10s, [&]() -> awaitable<bool> { co_return s.inline_chunks() == 0; });
         CHECK(deleted);
-        s.cluster.close();
-        other_cluster.close();
+        s.close();
     });
     INFO(s.tc.logs());
     REQUIRE(ok);
@@ -175,9 +193,8 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
     const Bytes data = pattern_bytes(12345, 5);
 
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
-        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        const bool ready = co_await s.ready("/");
         REQUIRE(ready);
-        REQUIRE_OK(co_await s.fs.set_pattern("/", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
         auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
         REQUIRE(file);
         REQUIRE_OK(co_await s.fs.write(*file, 0, data));
@@ -193,26 +210,22 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
         REQUIRE(layout);
         CHECK(is_inline(*layout));
         CHECK(s.on_targets() == 0);
-        s.cluster.close();
+        s.close();
     });
     INFO(s.tc.logs());
     REQUIRE(ok);
 }
 
 TEST_CASE("a client that does not follow inline layouts is never given one", "[system]") {
-    Setup s;
     ClientConfig plain = test::short_timeouts();
     plain.inline_layouts = false;
-    Cluster old_cluster(s.io.get_executor(), s.tc.mgmtd(), s.tc.secret(), plain);
-    FileSystem old(old_cluster, FileSystemOptions{0ms});
+    Setup s(plain);
+    FileSystem& old = s.other;
     const Bytes data = pattern_bytes(9000, 3);
 
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
-        const bool ready = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        const bool ready = co_await s.ready("/");
         REQUIRE(ready);
-        const bool old_ready = co_await test::wait_ready(s.io, old_cluster, old, 2);
-        REQUIRE(old_ready);
-        REQUIRE_OK(co_await s.fs.set_pattern("/", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax}));
         auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
         REQUIRE(file);
         REQUIRE_OK(co_await s.fs.write(*file, 0, data));
@@ -232,8 +245,7 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
         REQUIRE(made);
         CHECK_FALSE(is_inline(made->layout));
         REQUIRE_OK(co_await old.close(*made));
-        s.cluster.close();
-        old_cluster.close();
+        s.close();
     });
     INFO(s.tc.logs());
     REQUIRE(ok);
