@@ -382,6 +382,7 @@ struct pfs_wb {
 	unsigned int ninflight;
 	struct list_head spare;		/* finished batches, for reuse */
 	int again;			/* transient error: redirtied */
+	bool moved;			/* the inline data moved: redirtied */
 	bool lost;			/* a permanent one: folios dropped */
 	bool stored;			/* a batch was stored */
 };
@@ -394,6 +395,9 @@ static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
 
 	if (!rc) {
 		wb->stored = true;
+	} else if (rc == -EREMCHG) {
+		/* Written again at once, where the layout now says. */
+		wb->moved = true;
 	} else {
 		err = pfs_wb_verdict(inode, rc);
 		if (err) {
@@ -539,6 +543,7 @@ static int pfs_writepages_pass(struct pfs_wb *wb)
 	wb->cur = NULL;
 	wb->ninflight = 0;
 	wb->again = 0;
+	wb->moved = false;
 	wb->lost = false;
 	wb->stored = false;
 	INIT_LIST_HEAD(&wb->inflight);
@@ -564,6 +569,7 @@ static int pfs_writepages(struct address_space *mapping,
 {
 	struct pfs_wb wb = { .inode = mapping->host, .wbc = wbc };
 	unsigned int delay_ms = PFS_WB_BACKOFF_MIN_MS;
+	bool moved = false;
 	u32 unit;
 	int rc;
 
@@ -576,6 +582,18 @@ static int pfs_writepages(struct address_space *mapping,
 
 	for (;;) {
 		rc = pfs_writepages_pass(&wb);
+		if (!rc && wb.moved && !moved) {
+			/* An inline file's data moved: follow it, once. */
+			moved = true;
+			rc = pfs_inode_relayout(wb.inode);
+			wb.lo = rc ? NULL : pfs_layout_of(wb.inode);
+			if (!wb.lo)
+				return rc ?: -EIO;
+			unit = wb.lo->count > 1 ?
+			       min(wb.lo->chunk_size, PFS_MAX_IO) : PFS_MAX_IO;
+			wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
+			continue;
+		}
 		/* Background writeback: the flusher's next round retries. */
 		if (rc || !wb.again || wbc->sync_mode != WB_SYNC_ALL)
 			return rc;

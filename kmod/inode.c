@@ -356,6 +356,65 @@ int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout)
 	return 0;
 }
 
+int pfs_fetch_layout(struct inode *inode, struct pfs_layout *layout)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_rpc rpc = { .type = PFS_MSG_GET_LAYOUT };
+	u32 len = 0;
+	void *buf;
+	int rc;
+
+	buf = pfs_encode(pfs_x_entry_id, &pi->id, &len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	rpc.req = buf;
+	rpc.req_len = len;
+	rc = pfs_meta_call(inode->i_sb, &pi->id, &rpc);
+	if (!rc)
+		rc = pfs_decode(pfs_x_layout, layout, rpc.reply,
+				rpc.reply_len);
+	pfs_rpc_release(&rpc);
+	kfree(buf);
+	return rc;
+}
+
+int pfs_inode_relayout(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_layout *got;
+	struct pfs_verfs *verfs;
+	int rc;
+
+	got = kzalloc(sizeof(*got), GFP_NOFS);
+	if (!got)
+		return -ENOMEM;
+	rc = pfs_fetch_layout(inode, got);
+	if (!rc && (pfs_layout_inline(got) ||
+		    pfs_stripe_check(got->chunk_size, got->count)))
+		rc = -EIO;	/* moved, yet inline still: no way on */
+	verfs = rc ? NULL : pfs_verfs_alloc(got->count);
+	if (!rc && !verfs)
+		rc = -ENOMEM;
+	if (rc) {
+		kfree(got);
+		return rc;
+	}
+	mutex_lock(&pi->layout_lock);
+	if (pi->layout && pfs_layout_inline(pi->layout) && !pi->old_layout) {
+		pi->old_layout = pi->layout;
+		pi->old_verfs = pi->verfs;
+		/* Who sees the new layout sees its verifiers (pfs_layout_of). */
+		pi->verfs = verfs;
+		smp_store_release(&pi->layout, got);
+		got = NULL;
+		verfs = NULL;
+	}
+	mutex_unlock(&pi->layout_lock);
+	kfree(got);
+	pfs_verfs_free(verfs);
+	return 0;
+}
+
 static int pfs_getattr_call(struct inode *inode, struct pfs_attr *attr)
 {
 	struct pfs_entry_id *id = &PFS_I(inode)->id;

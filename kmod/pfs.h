@@ -141,8 +141,16 @@ struct pfs_inode_info {
 	unsigned long perm_time;
 	/* regular files: the stripe layout, from the first CREATE or OPEN */
 	struct mutex layout_lock;
-	struct pfs_layout *layout;	/* NULL until known; then immutable */
+	/*
+	 * NULL until known; then immutable, but for an inline file's, which
+	 * is replaced once when its data moves to the storage targets (the
+	 * old one kept in old_layout until the inode is freed: I/O under way
+	 * may still use it)
+	 */
+	struct pfs_layout *layout;
 	struct pfs_verfs *verfs;	/* per target, set with the layout */
+	struct pfs_layout *old_layout;
+	struct pfs_verfs *old_verfs;
 	/* the largest size the metadata server has been told of */
 	u64 reported_size;
 	/*
@@ -409,6 +417,28 @@ void pfs_notice(void *ctx, u16 type, const void *payload, u32 len);
 void pfs_notices_lost(void *ctx);
 /* Stores the layout of a regular file if none is known yet. */
 int pfs_inode_set_layout(struct inode *inode, const struct pfs_layout *layout);
+/*
+ * An inline file's data moved to its storage targets (a chunk request was
+ * answered PFS_E_MOVED, -EREMCHG here): its layout fetched again
+ * (GET_LAYOUT) and put in place. 0 when the inode has a layout that is not
+ * inline afterwards.
+ */
+int pfs_inode_relayout(struct inode *inode);
+/* GET_LAYOUT of a regular file into *layout. */
+int pfs_fetch_layout(struct inode *inode, struct pfs_layout *layout);
+
+/*
+ * The server of a target of inode's layout (PFS_INLINE_TARGET: the file's
+ * metadata server), referenced, or an ERR_PTR or NULL as
+ * pfs_net_target_node.
+ */
+struct pfs_node *pfs_inode_target_node(struct inode *inode, u32 target_id);
+
+/* An inline file's layout: its data is with its metadata server. */
+static inline bool pfs_layout_inline(const struct pfs_layout *lo)
+{
+	return lo->count == 1 && lo->targets[0] == PFS_INLINE_TARGET;
+}
 extern const struct inode_operations pfs_file_iops;
 extern const struct inode_operations pfs_symlink_iops;
 

@@ -45,10 +45,7 @@ static const struct pfs_layout *pfs_need_layout(struct inode *inode)
 	struct pfs_inode_info *pi = PFS_I(inode);
 	/* Pairs with the release that publishes it (pfs_inode_set_layout). */
 	const struct pfs_layout *lo = smp_load_acquire(&pi->layout);
-	struct pfs_rpc rpc = { .type = PFS_MSG_GET_LAYOUT };
 	struct pfs_layout *got;
-	void *buf;
-	u32 len = 0;
 	int rc;
 
 	if (lo)
@@ -56,18 +53,7 @@ static const struct pfs_layout *pfs_need_layout(struct inode *inode)
 	got = kzalloc(sizeof(*got), GFP_KERNEL);
 	if (!got)
 		return ERR_PTR(-ENOMEM);
-	buf = pfs_encode(pfs_x_entry_id, &pi->id, &len);
-	rc = PTR_ERR_OR_ZERO(buf);
-	if (!rc) {
-		rpc.req = buf;
-		rpc.req_len = len;
-		rc = pfs_meta_call(inode->i_sb, &pi->id, &rpc);
-		if (!rc)
-			rc = pfs_decode(pfs_x_layout, got, rpc.reply,
-					rpc.reply_len);
-		pfs_rpc_release(&rpc);
-		kfree(buf);
-	}
+	rc = pfs_fetch_layout(inode, got);
 	if (!rc)
 		rc = pfs_inode_set_layout(inode, got);
 	kfree(got);
@@ -106,7 +92,7 @@ static int pfs_tcall_send(struct inode *inode, struct pfs_tcall *c,
 	struct pfs_node *node;
 	int rc;
 
-	node = pfs_net_target_node(pfs_inode_net(inode), target_id);
+	node = pfs_inode_target_node(inode, target_id);
 	if (IS_ERR_OR_NULL(node))
 		return node ? PTR_ERR(node) : -ENODEV;
 	rc = pfs_rpc_start(node, &c->rpc);
@@ -200,6 +186,11 @@ int pfs_refresh_blocks(struct inode *inode)
 		spin_unlock(&inode->i_lock);
 	}
 out:
+	if (rc == -EREMCHG && !pfs_inode_relayout(inode)) {
+		/* An inline file's data moved: counted where it is next time. */
+		set_bit(PFS_INO_BLOCKS_STALE, flags);
+		return 0;
+	}
 	if (rc) {
 		set_bit(PFS_INO_BLOCKS_STALE, flags);
 		pr_warn_ratelimited("ino %llu: st_blocks not refreshed: %d\n",
@@ -289,6 +280,15 @@ loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence)
 		return PTR_ERR(lo);
 	rc = pfs_seek_targets(inode, lo, whence == SEEK_DATA ? PFS_SEEK_DATA :
 			      PFS_SEEK_HOLE, offset, &found);
+	if (rc == -EREMCHG) {
+		/* An inline file's data moved meanwhile: ask where it is. */
+		rc = pfs_inode_relayout(inode);
+		lo = rc ? ERR_PTR(rc) : pfs_need_layout(inode);
+		rc = IS_ERR(lo) ? PTR_ERR(lo) :
+		     pfs_seek_targets(inode, lo, whence == SEEK_DATA ?
+				      PFS_SEEK_DATA : PFS_SEEK_HOLE,
+				      offset, &found);
+	}
 	if (rc)
 		return rc;
 	if (whence == SEEK_DATA && found >= size)
@@ -506,7 +506,8 @@ static ssize_t pfs_copy_chunks(struct inode *src, struct inode *dst,
 		n = pfs_copy_piece(lo, &to, n);
 		sid = li->targets[from.target_index];
 		did = lo->targets[to.target_index];
-		if (sid == did) {
+		/* The inline store copies nothing: its files move out. */
+		if (sid == did && sid != PFS_INLINE_TARGET) {
 			n = min_t(u64, n, PFS_MAX_IO);
 			rc = pfs_copy_on_target(src, dst, sid, to.target_index,
 						&from, &to, n);

@@ -40,6 +40,15 @@ const struct pfs_layout *pfs_layout_of(struct inode *inode)
 	return lo;
 }
 
+struct pfs_node *pfs_inode_target_node(struct inode *inode, u32 target_id)
+{
+	struct pfs_net *net = pfs_inode_net(inode);
+
+	if (target_id == PFS_INLINE_TARGET)
+		return pfs_net_meta_node(net, PFS_I(inode)->id.owner_node);
+	return pfs_net_target_node(net, target_id);
+}
+
 /* Length of the piece of a transfer of left bytes that starts at pos. */
 static u32 pfs_piece_len(const struct pfs_layout *lo, loff_t pos, u64 left)
 {
@@ -69,7 +78,7 @@ static int pfs_chunk_send(struct inode *inode, struct pfs_chunk_req *r,
 	if (test_bit(PFS_INO_GONE, &PFS_I(inode)->flags))
 		return -ESTALE;
 	r->target_id = target_id;
-	r->node = pfs_net_target_node(pfs_inode_net(inode), target_id);
+	r->node = pfs_inode_target_node(inode, target_id);
 	if (IS_ERR_OR_NULL(r->node)) {
 		rc = r->node ? PTR_ERR(r->node) : -ENODEV;
 		r->node = NULL;
@@ -183,7 +192,14 @@ static int pfs_chunk_write_done(struct pfs_chunk_req *r)
 				    w.length, r->len);
 		return -EIO;
 	}
-	pfs_verfs_seen(PFS_I(r->inode)->verfs, r->target_index, w.verifier);
+	/*
+	 * Not the inline store's: what it acknowledged is synced to the
+	 * storage targets when the data moves there, and only then is the
+	 * layout's verifier table replaced.
+	 */
+	if (r->target_id != PFS_INLINE_TARGET)
+		pfs_verfs_seen(PFS_I(r->inode)->verfs, r->target_index,
+			       w.verifier);
 	return 0;
 }
 
@@ -195,6 +211,8 @@ static int pfs_chunk_sync_done(struct pfs_chunk_req *r)
 
 	if (pfs_decode(pfs_x_chunk_synced, &s, r->rpc.reply, r->rpc.reply_len))
 		return -EIO;
+	if (r->target_id == PFS_INLINE_TARGET)
+		return 0;
 	rc = pfs_verfs_synced(PFS_I(r->inode)->verfs, r->target_index,
 			      s.verifier);
 	if (rc)
@@ -286,6 +304,7 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 	const struct pfs_layout *lo = pfs_layout_of(inode);
 	struct pfs_chunk_req *reqs;
 	unsigned int max, n, i;
+	bool moved = false;
 	size_t done = 0;
 	int err = 0;
 
@@ -327,6 +346,14 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 		}
 		if (!err)
 			err = start_err;
+		/* The data moved off the metadata server: after it, once. */
+		if (err == -EREMCHG && !moved) {
+			moved = true;
+			err = pfs_inode_relayout(inode);
+			lo = err ? NULL : pfs_layout_of(inode);
+			if (!err && !lo)
+				err = -EIO;
+		}
 	}
 	kvfree(reqs);
 	iov_iter_advance(iter, done);
@@ -337,7 +364,7 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
  * CHUNK_SYNC to every target that holds a byte of the file's first i_size
  * bytes (a target never written answers as well: its chunk file is absent).
  */
-int pfs_stripe_sync(struct inode *inode)
+static int pfs_stripe_sync_once(struct inode *inode)
 {
 	const struct pfs_layout *lo = pfs_layout_of(inode);
 	u64 size = i_size_read(inode);
@@ -370,4 +397,17 @@ int pfs_stripe_sync(struct inode *inode)
 	}
 	kvfree(reqs);
 	return err;
+}
+
+int pfs_stripe_sync(struct inode *inode)
+{
+	int rc = pfs_stripe_sync_once(inode);
+
+	/* The data moved off the metadata server: sync it where it is. */
+	if (rc == -EREMCHG) {
+		rc = pfs_inode_relayout(inode);
+		if (!rc)
+			rc = pfs_stripe_sync_once(inode);
+	}
+	return rc;
 }

@@ -293,6 +293,8 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->perm_time = 0;
 	pi->layout = NULL;
 	pi->verfs = NULL;
+	pi->old_layout = NULL;
+	pi->old_verfs = NULL;
 	pi->reported_size = 0;
 	pi->wb_fail_since = 0;
 	pfs_write_behind_init(&pi->vfs_inode);
@@ -309,6 +311,10 @@ static void pfs_free_inode(struct inode *inode)
 	pi->layout = NULL;
 	pfs_verfs_free(pi->verfs);
 	pi->verfs = NULL;
+	kfree(pi->old_layout);
+	pi->old_layout = NULL;
+	pfs_verfs_free(pi->old_verfs);
+	pi->old_verfs = NULL;
 	kmem_cache_free(pfs_inode_cachep, pi);
 }
 

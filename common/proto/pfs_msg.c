@@ -940,6 +940,8 @@ int pfs_status_to_errno(__s32 status)
 	case PFS_E_UNKNOWN_TARGET:
 	case PFS_E_UNKNOWN_POOL:
 		return -ENOENT;
+	case PFS_E_MOVED:
+		return -EREMCHG;	/* callers fetch the layout again */
 	}
 	if (status > 0 && status < 1000)
 		return -status;

@@ -306,7 +306,8 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (rpc->type >= PFS_MSG_LOOKUP && rpc->type < PFS_MSG_CHUNK_WRITE)
 		ngroups = pfs_groups_block(groups, sizeof(groups));
 	/* The CPU cannot zero what a read leaves out of GPU memory. */
-	pfs_frame_header(c->net, rpc->type,
+	/* We follow inline files' layouts (PFS_E_MOVED: stripe.c). */
+	pfs_frame_header(c->net, rpc->type, PFS_FLAG_INLINE_LAYOUTS |
 			 (ngroups ? PFS_FLAG_GROUPS : 0) |
 			 (nbulk ? PFS_FLAG_BULK : 0) |
 			 (rpc->gpu && rpc->reply_data ? PFS_FLAG_ZERO_FILL : 0),

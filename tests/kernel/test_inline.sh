@@ -1,0 +1,99 @@
+#!/bin/bash
+# guest-timeout: 900
+# Guest test (run-guest.sh): inline files through pfs.ko. In a directory
+# with `pfs-ctl entry set --inline-max 64K`, small files written through
+# pfs.ko keep their data with pfs-meta (chunk files in its inline store, none
+# on the storage targets) and read back after the caches are dropped, from
+# another mount too; a file that grows past 64K (an append, a truncate)
+# moves to the storage targets, and another mount that holds it open with
+# its old inline layout reads the new data (PFS_E_MOVED: pfs.ko fetches the
+# layout again); pfs-fsx runs on an inline file from two mounts (reads,
+# writes, mmap, O_DIRECT, truncates, fallocate, copy_file_range across the
+# move). No oops, no warning.
+. "$(dirname "$0")/lib.sh"
+
+FSX=$PFS_BUILD/tests/kernel/fsx/pfs-fsx
+[ -x "$FSX" ] || fail "$FSX missing: build user space ('make')"
+M1=/mnt/pfs
+M2=/mnt/pfs2
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# Chunk files in pfs-meta's inline store, and on the storage targets.
+inline_chunks() { find "$PFS_CLUSTER_DIR/meta1/inline" -path '*/chunks/*' -type f | wc -l; }
+target_chunks() {
+	find "${PFS_SCRATCH:-$PFS_CLUSTER_DIR}/pfs-targets" -path '*/chunks/*' -type f | wc -l
+}
+
+step "cluster of 2 storage servers, pfs.ko mounted twice; /in inline up to 64K"
+mark=$(dmesg_mark)
+load_module
+start_cluster 2 2
+mount_pfs $M1
+mount_pfs $M2
+mkdir $M1/in
+pfs_ctl entry set --inline-max 64K /in
+pfs_ctl entry info /in | grep -q "Inline max: *64K" || fail "the pattern does not show inline-max 64K"
+
+step "40 files of 10 KiB written through pfs.ko stay with pfs-meta"
+src=/tmp/inline-src
+mkdir -p $src
+for i in $(seq 1 40); do
+	head -c 10240 /dev/urandom > $src/f$i
+	cp $src/f$i $M1/in/f$i
+done
+sync
+[ "$(inline_chunks)" -eq 40 ] || fail "$(inline_chunks) chunk files in the inline store, not 40"
+[ "$(target_chunks)" -eq 0 ] || fail "$(target_chunks) chunk files on the storage targets, not 0"
+pfs_ctl entry info /in/f1 | grep -q "Data: *inline" || fail "entry info does not say the data is inline"
+
+step "read back after dropping the caches, on both mounts"
+drop_caches
+for i in $(seq 1 40); do
+	cmp $src/f$i $M1/in/f$i || fail "f$i differs on $M1"
+	cmp $src/f$i $M2/in/f$i || fail "f$i differs on $M2"
+done
+
+step "an append past 64K moves the file; the other mount, holding it open, follows"
+exec 3< $M2/in/f1
+head -c 1 <&3 > /dev/null	# its layout (inline) is known on $M2
+head -c 100000 /dev/urandom >> $src/f1
+tail -c 100000 $src/f1 >> $M1/in/f1
+sync
+[ "$(inline_chunks)" -eq 39 ] || fail "f1 still in the inline store ($(inline_chunks) files there)"
+[ "$(target_chunks)" -ge 1 ] || fail "f1 not on the storage targets"
+cmp $src/f1 $M1/in/f1 || fail "f1 differs on $M1 after the move"
+echo 1 > /proc/sys/vm/drop_caches	# pages only: $M2's inode stays, with its inline layout
+cmp $src/f1 /proc/self/fd/3 || fail "f1 differs through $M2's handle opened before the move"
+exec 3<&-
+
+step "a truncate past 64K moves a file too; one within it does not"
+truncate -s 5000 $M1/in/f2
+truncate -s 5000 $src/f2
+truncate -s 300000 $M1/in/f3
+truncate -s 300000 $src/f3
+sync
+[ "$(inline_chunks)" -eq 38 ] || fail "$(inline_chunks) files in the inline store, not 38"
+drop_caches
+cmp $src/f2 $M2/in/f2 || fail "f2 differs after the truncate"
+cmp $src/f3 $M2/in/f3 || fail "f3 differs after the truncate past inline-max"
+
+step "rm frees inline data"
+rm $M1/in/f4
+wait_until "f4's inline data deleted" eval '[ "$(inline_chunks)" -eq 37 ]'
+
+# -l 64K: the file never outgrows inline-max, so every operation is on
+# the inline store; then one that does (up to 512 KiB), moved early on.
+step "pfs-fsx from both mounts on a file that stays inline (fixed seed)"
+"$FSX" -S 7 -N "${PFS_FSX_OPS:-1500}" -T "${PFS_FSX_SECONDS:-120}" -A 512 -t 120 -l 65536 -o 16384 \
+	$M1/in/fsx1 $M2/in/fsx1 || fail "pfs-fsx found a difference on an inline file"
+pfs_ctl entry info /in/fsx1 | grep -q "Data: *inline" || fail "fsx1 is not inline after pfs-fsx"
+step "pfs-fsx from both mounts on a file that moves out (fixed seed)"
+"$FSX" -S 8 -N "${PFS_FSX_OPS:-1500}" -T "${PFS_FSX_SECONDS:-120}" -A 512 -t 120 \
+	$M1/in/fsx2 $M2/in/fsx2 || fail "pfs-fsx found a difference on a file that moved out"
+pfs_ctl entry info /in/fsx2 | grep -q "Data: *inline" && fail "fsx2 is still inline after pfs-fsx"
+
+umount_pfs $M2
+umount_pfs $M1
+unload_module
+stop_cluster
+check_dmesg_clean "$mark"
+step "passed"
