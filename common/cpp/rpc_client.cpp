@@ -216,7 +216,7 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     {
         pfs_header header = make_header(type, 0, id);
         header.client_id = client_id;
-        if (config_.inline_layouts) header.flags |= PFS_FLAG_INLINE_LAYOUTS;
+        if (config_.inline_layouts) header.flags |= PFS_FLAG_INLINE_LAYOUTS | PFS_FLAG_INLINE_CONTENT;
         Bytes groups;
         if (as) {
             header.uid = as->uid;

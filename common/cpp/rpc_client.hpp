@@ -75,7 +75,8 @@ struct ClientConfig {
     // rail); none: a path per RDMA address of the server, wherever routing says.
     std::shared_ptr<const rdma::Rails> rails{};
     // Requests say that their sender follows inline files' layouts and
-    // PFS_E_MOVED (PFS_FLAG_INLINE_LAYOUTS): libpfs does.
+    // PFS_E_MOVED, and takes their content in open replies
+    // (PFS_FLAG_INLINE_LAYOUTS, _CONTENT): libpfs does.
     bool inline_layouts = true;
 };
 

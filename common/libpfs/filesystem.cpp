@@ -39,7 +39,8 @@ StripeLayout from_wire(const pfs_layout& l) {
     return out;
 }
 
-// An attribute, then (files) a layout.
+// An attribute, then (files) a layout, then (an inline file opened for
+// reading) its content.
 Result<OpenFile> decode_open(const Bytes& body) {
     OpenFile f;
     auto wire = std::make_unique<pfs_layout>();
@@ -49,6 +50,13 @@ Result<OpenFile> decode_open(const Bytes& body) {
         if (pfs_xdr_remaining(x) > 0) {
             has_layout = true;
             pfs_x_layout(x, wire.get());
+        }
+        if (!x->err && pfs_xdr_remaining(x) > 0) {
+            uint32_t n = 0;
+            if (pfs_x_count(x, &n, PFS_INLINE_MAX, 1)) return;
+            auto data = std::make_shared<Bytes>(n);
+            pfs_x_bytes(x, data->data(), n);
+            f.content = std::move(data);
         }
     });
     if (!st) return st.error();
@@ -511,6 +519,14 @@ awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std:
     uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
     if (offset >= size) co_return size_t{0};
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
+    if (file.content && (file.open_flags & O_ACCMODE) == O_RDONLY) {
+        // Read with the open: what lies past the data reads as zeros.
+        const Bytes& data = *file.content;
+        const size_t have = offset < data.size() ? std::min(n, static_cast<size_t>(data.size() - offset)) : 0;
+        std::copy_n(data.begin() + static_cast<ptrdiff_t>(offset), have, out.begin());
+        std::fill(out.begin() + static_cast<ptrdiff_t>(have), out.begin() + static_cast<ptrdiff_t>(n), 0);
+        co_return n;
+    }
     auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
         return io_.read(layout, file.attr.id, offset, out.first(n));
     });

@@ -42,6 +42,9 @@ struct OpenFile {
     uint64_t open_epoch = 0;
     uint64_t lock_epoch = 0;
     uint32_t open_flags = 0;  // O_ACCMODE of the open, to open it again
+    // A read-only open of an inline file: its data as the open found it
+    // (reads are served from it, as from a page cache filled at open).
+    std::shared_ptr<const Bytes> content;
     bool gone = false;        // the open was lost and the file is no more
 };
 

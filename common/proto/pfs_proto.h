@@ -91,10 +91,19 @@ enum pfs_flags {
 	 * out, and new files are never inline.
 	 */
 	PFS_FLAG_INLINE_LAYOUTS = 1u << 5,
+	/*
+	 * request (OPEN, OPEN_NAME, CREATE that opens; with INLINE_LAYOUTS):
+	 * the reply to a read-only open of an inline file may end, after
+	 * the layout, with the file's content: a __u32 length, then that
+	 * many bytes, the data from offset 0 (what lies between them and the
+	 * file's size reads as zeros). The file is then read in one round
+	 * trip.
+	 */
+	PFS_FLAG_INLINE_CONTENT = 1u << 6,
 };
 #define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS | \
 			 PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL |		\
-			 PFS_FLAG_INLINE_LAYOUTS)
+			 PFS_FLAG_INLINE_LAYOUTS | PFS_FLAG_INLINE_CONTENT)
 
 enum pfs_bulk_place {
 	PFS_BULK_INLINE = 0,	/* the bytes are in the frame's payload */

@@ -32,6 +32,17 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
     return Reply::ok(std::move(*b));
 }
 
+// Ends an open reply with an inline file's content (PFS_FLAG_INLINE_CONTENT).
+void append_content(Reply& reply, std::span<const uint8_t> data) {
+    auto head = encode_payload([&](pfs_xdr* x) {
+        auto n = static_cast<uint32_t>(data.size());
+        pfs_x_u32(x, &n);
+    });
+    if (!head) return;
+    reply.body.insert(reply.body.end(), head->begin(), head->end());
+    reply.body.insert(reply.body.end(), data.begin(), data.end());
+}
+
 }  // namespace
 
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
@@ -604,16 +615,21 @@ awaitable<Reply> Service::on_open(Request& req) {
     if (!m) co_return malformed(PFS_MSG_OPEN);
     auto attr = ns_->getattr(m->id);
     if (!attr) co_return Reply::from(attr.error());
-    if (auto st = allowed(req, m->id, open_mask(m->flags)); !st) co_return Reply::from(st.error());
+    const int mask = open_mask(m->flags);
+    if (auto st = allowed(req, m->id, mask); !st) co_return Reply::from(st.error());
     watched(req, m->id);
-    co_return co_await opened_reply(req, *attr);
+    co_return co_await opened_reply(req, *attr, mask);
 }
 
-awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr) {
+awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr, int mask) {
     auto layout = co_await layout_for(req, attr.id);
     if (!layout && S_ISREG(attr.mode)) co_return Reply::from(layout.error());
     auto reply = attr_and_layout(attr, layout);
     if (!reply) co_return Reply::from(reply.error());
+    const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK;
+    if (wants && layout && layout->targets == std::vector<uint32_t>{PFS_INLINE_TARGET}) {
+        if (auto data = co_await inline_.content(attr.id)) append_content(*reply, data->span());
+    }
     // Not journaled: after a restart nothing is open.
     if (auto st = open_for(req.frame.header.client_id, attr.id); !st) co_return Reply::from(st.error());
     co_return std::move(*reply);
@@ -640,7 +656,7 @@ awaitable<Reply> Service::find_name(Request& req, const pfs_entry_id& dir, std::
     watched(req, attr->id);
     if (!S_ISREG(attr->mode)) co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
     if (auto st = allowed(req, attr->id, mask); !st) co_return Reply::from(st.error());
-    co_return co_await opened_reply(req, *attr);
+    co_return co_await opened_reply(req, *attr, mask);
 }
 
 awaitable<Reply> Service::on_close(Request& req) {

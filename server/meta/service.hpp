@@ -206,7 +206,9 @@ private:
     void count_blocks_if_unknown(const Attr& attr);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.
-    awaitable<Reply> opened_reply(const Request& req, const Attr& attr);
+    // mask: what the open asks (R_OK, W_OK): a read-only open of an
+    // inline file may get its content too (PFS_FLAG_INLINE_CONTENT).
+    awaitable<Reply> opened_reply(const Request& req, const Attr& attr, int mask);
     // A regular file's layout for the requester (InlineFiles::layout_for).
     awaitable<Result<StripeLayout>> layout_for(const Request& req, const pfs_entry_id& file);
     static bool follows_inline(const Request& req) {

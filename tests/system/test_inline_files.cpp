@@ -125,7 +125,8 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
         auto seen = co_await read_path(other, "/in/a", first.size());
         REQUIRE(seen);
         CHECK(*seen == first);
-        auto held = co_await other.open("/in/a", O_RDONLY);
+        // (Read-write: a read-only open would bring the content, and read that.)
+        auto held = co_await other.open("/in/a", O_RDWR);
         REQUIRE(held);
         CHECK(is_inline(held->layout));
 
@@ -245,6 +246,47 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
         REQUIRE(made);
         CHECK_FALSE(is_inline(made->layout));
         REQUIRE_OK(co_await old.close(*made));
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
+TEST_CASE("a read-only open of an inline file brings its content: one round trip", "[system]") {
+    Setup s;
+    const Bytes data = pattern_bytes(7000, 11);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/");
+        REQUIRE(ready);
+        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        REQUIRE(file);
+        CHECK_FALSE(file->content);  // not for a write
+        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
+        REQUIRE_OK(co_await s.fs.close(*file));
+        REQUIRE_OK(co_await s.fs.truncate("/f", 9000));  // a hole at the end
+
+        auto reader = co_await s.other.open("/f", O_RDONLY);
+        REQUIRE(reader);
+        REQUIRE(reader->content);
+        CHECK(*reader->content == data);
+        // Served from what the open brought: a write by another client
+        // since is not seen through this handle (close-to-open), and the
+        // hole up to the size reads as zeros.
+        auto writer = co_await s.fs.open("/f", O_WRONLY);
+        REQUIRE(writer);
+        REQUIRE_OK(co_await s.fs.write(*writer, 0, Bytes(100, 0x77)));
+        REQUIRE_OK(co_await s.fs.close(*writer));
+        Bytes expect = data;
+        expect.resize(9000, 0);
+        auto seen = co_await read_all(s.other, *reader, expect.size());
+        REQUIRE(seen);
+        CHECK(*seen == expect);
+        REQUIRE_OK(co_await s.other.close(*reader));
+        // A new open sees the write.
+        auto again = co_await read_path(s.other, "/f", expect.size());
+        REQUIRE(again);
+        CHECK((*again)[0] == 0x77);
         s.close();
     });
     INFO(s.tc.logs());
