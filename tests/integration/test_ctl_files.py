@@ -135,7 +135,7 @@ class CtlFiles(unittest.TestCase):
         info = self.json("entry", "info", "/striped")
         self.assertEqual(info["type"], "directory")
         self.assertEqual(info["pattern"], {"chunk_size": MIB, "num_targets": 2, "pool_id": default["pool_id"],
-                                           "pool_name": default["name"]})
+                                           "pool_name": default["name"], "inline_max": 0})
         # Any subset; the pool by name.
         self.ctl("entry", "set", "--pool", default["name"], "/striped")
         self.assertEqual(self.json("entry", "info", "/striped")["pattern"]["chunk_size"], MIB)
@@ -158,6 +158,15 @@ class CtlFiles(unittest.TestCase):
         self.assertIn("Chunk size:", text)
         self.assertIn("1M", text)
         self.assertIn("Metadata node:", text)
+
+        # Inline files: small ones stay with the metadata server.
+        self.ctl("mkdir", "/small")
+        self.ctl("entry", "set", "--inline-max", "64K", "/small")
+        self.assertEqual(self.json("entry", "info", "/small")["pattern"]["inline_max"], 64 << 10)
+        self.ctl("cp", self.local_file("small.bin", 5000), "pfs:/small/f")
+        self.assertTrue(self.json("entry", "info", "/small/f")["layout"]["inline"])
+        self.assertIn("Data: ", self.ctl("entry", "info", "/small/f").stdout)
+        self.assertEqual(self.ctl("entry", "set", "--inline-max", "2M", "/small", check=False).returncode, 2)
 
         # A wide pattern spreads over both servers.
         self.ctl("mkdir", "/wide")

@@ -440,7 +440,9 @@ TEST_CASE("proto: header decode rejects bad headers", "[proto]")
 		CHECK(dec(h) == 0);
 		h.flags = PFS_FLAG_INLINE_LAYOUTS;
 		CHECK(dec(h) == 0);
-		h.flags = 1u << 6;
+		h.flags = PFS_FLAG_INLINE_CONTENT;
+		CHECK(dec(h) == 0);
+		h.flags = 1u << 7;
 		CHECK(dec(h) == -EBADMSG);
 		h.flags = PFS_FLAG_REPLY | (1u << 31);
 		CHECK(dec(h) == -EBADMSG);
@@ -1544,7 +1546,8 @@ TEST_CASE("proto: status to errno", "[proto]")
 	// Anything else is an I/O error.
 	CHECK(pfs_status_to_errno(-1) == -EIO);
 	CHECK(pfs_status_to_errno(-ENOENT) == -EIO);
-	CHECK(pfs_status_to_errno(1008) == -EIO);
+	CHECK(pfs_status_to_errno(PFS_E_MOVED) == -EREMCHG);
+	CHECK(pfs_status_to_errno(1009) == -EIO);
 	CHECK(pfs_status_to_errno(0x7fffffff) == -EIO);
 	CHECK(pfs_status_to_errno((__s32)0x80000000) == -EIO);
 
