@@ -582,6 +582,11 @@ static int pfs_writepages(struct address_space *mapping,
 
 	for (;;) {
 		rc = pfs_writepages_pass(&wb);
+		if (!rc && wb.moved && moved) {
+			/* Moved again: the server contradicts itself. */
+			mapping_set_error(mapping, -EIO);
+			return -EIO;
+		}
 		if (!rc && wb.moved && !moved) {
 			/* An inline file's data moved: follow it, once. */
 			moved = true;

@@ -288,6 +288,8 @@ loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence)
 		     pfs_seek_targets(inode, lo, whence == SEEK_DATA ?
 				      PFS_SEEK_DATA : PFS_SEEK_HOLE,
 				      offset, &found);
+		if (rc == -EREMCHG)
+			rc = -EIO;	/* moved again: contradictory */
 	}
 	if (rc)
 		return rc;

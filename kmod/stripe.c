@@ -357,6 +357,8 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 	}
 	kvfree(reqs);
 	iov_iter_advance(iter, done);
+	if (err == -EREMCHG)
+		err = -EIO;	/* moved again: the server contradicts itself */
 	return done ? done : err;
 }
 
@@ -409,5 +411,5 @@ int pfs_stripe_sync(struct inode *inode)
 		if (!rc)
 			rc = pfs_stripe_sync_once(inode);
 	}
-	return rc;
+	return rc == -EREMCHG ? -EIO : rc;
 }
