@@ -64,6 +64,9 @@ using StripeLayout = pfs::StripeLayout;
 inline StripeLayout inline_layout(const StripeLayout& own) {
     return StripeLayout{own.chunk_size, own.pool_id, {PFS_INLINE_TARGET}};
 }
+inline bool is_inline_layout(const StripeLayout& l) {
+    return l.targets.size() == 1 && l.targets[0] == PFS_INLINE_TARGET;
+}
 
 // The attributes stat(2) reports; mode carries the S_IFMT type bits.
 struct Attr {

@@ -627,7 +627,7 @@ awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr, int
     auto reply = attr_and_layout(attr, layout);
     if (!reply) co_return Reply::from(reply.error());
     const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK;
-    if (wants && layout && layout->targets == std::vector<uint32_t>{PFS_INLINE_TARGET}) {
+    if (wants && layout && is_inline_layout(*layout)) {
         if (auto data = co_await inline_.content(attr.id)) append_content(*reply, data->span());
     }
     // Not journaled: after a restart nothing is open.
