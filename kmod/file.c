@@ -350,7 +350,7 @@ static int pfs_file_reopen(struct file *file)
 			      READ_ONCE(fi->open_epoch)))
 		goto out;	/* another task of ours did it */
 	rc = pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN, pfs_x_open,
-			       &req, &attr, layout, &epoch, NULL);
+			       &req, &attr, layout, &epoch, NULL, NULL);
 	if (!rc) {
 		WRITE_ONCE(fi->open_epoch, epoch);
 		pr_info_ratelimited("inode %llu opened again: metadata node %u had lost our session\n",
@@ -383,15 +383,26 @@ int pfs_file_check(struct file *file)
 	return pfs_file_reopen(file);
 }
 
+bool pfs_open_caches(struct super_block *sb, unsigned int flags)
+{
+	return (flags & O_ACCMODE) == O_RDONLY &&
+	       !(flags & (O_DIRECT | O_TRUNC)) &&
+	       PFS_SB(sb)->opts.cache != PFS_CACHE_NONE;
+}
+
 /*
  * Every open is an OPEN on the metadata server (or an OPEN_NAME or a
  * CREATE that opens, see pfs_atomic_open): it counts the file as open (an
- * unlinked file lives on until the last close) and returns the layout.
+ * unlinked file lives on until the last close) and returns the layout, and
+ * for a read-only open of an inline file with nothing cached, its content.
  */
 static int pfs_file_open(struct inode *inode, struct file *file)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_open req = { .id = pi->id, .flags = file->f_flags };
+	bool wants = pfs_open_caches(inode->i_sb, file->f_flags) &&
+		     !inode->i_mapping->nrpages;
+	struct pfs_open_content content = {};
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;
@@ -412,7 +423,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		goto out;
 	}
 	rc = pfs_meta_open_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
-				&attr, layout, &epoch, NULL);
+				&attr, layout, &epoch, NULL,
+				wants ? &content : NULL);
 	if (rc)
 		goto out;
 	if (pfs_stripe_check(layout->chunk_size, layout->count)) {
@@ -427,9 +439,12 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 			rc = pfs_file_setup(inode, file);
 		if (!rc)
 			pfs_fi(file)->open_epoch = epoch;
+		if (!rc)
+			pfs_inode_take_content(inode, &attr, &content);
 	}
 	if (rc)
 		pfs_close_later(inode->i_sb, &pi->id, epoch);
+	pfs_open_content_free(&content);
 out:
 	kfree(buf);
 	kfree(layout);

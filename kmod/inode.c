@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/highmem.h>
 #include <linux/namei.h>
 #include <linux/pagemap.h>
 #include <linux/posix_acl.h>
@@ -198,6 +199,57 @@ int pfs_revalidate_mapping(struct inode *inode)
 	if (rc)
 		set_bit(PFS_INO_INVALID_DATA, flags);
 	return rc == -EBUSY ? 0 : rc;
+}
+
+/* One page of the file from c: its bytes there, zeros after them. */
+static void pfs_page_from_content(struct folio *folio, pgoff_t index,
+				  const struct pfs_open_content *c)
+{
+	size_t off = (size_t)index << PAGE_SHIFT;
+	size_t n = off < c->len ? min_t(size_t, PAGE_SIZE, c->len - off) : 0;
+	void *kaddr = kmap_local_folio(folio, 0);
+
+	memcpy(kaddr, (const u8 *)c->data + off, n);
+	memset(kaddr + n, 0, PAGE_SIZE - n);
+	kunmap_local(kaddr);
+}
+
+void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
+			    const struct pfs_open_content *c)
+{
+	struct address_space *mapping = inode->i_mapping;
+	struct timespec64 mtime = pfs_ts(&attr->mtime);
+	struct timespec64 have_mtime;
+	gfp_t gfp = readahead_gfp_mask(mapping);
+	pgoff_t index, end;
+
+	if (!c->buf || c->len > attr->size || attr->size > PFS_INLINE_MAX)
+		return;
+	/* No write or truncate of ours runs meanwhile. */
+	inode_lock_shared(inode);
+	have_mtime = pfs_get_mtime(inode);
+	if (pfs_has_local_writes(inode) || pfs_revalidate_mapping(inode) ||
+	    mapping->nrpages || i_size_read(inode) != attr->size ||
+	    !timespec64_equal(&mtime, &have_mtime))
+		goto out;
+	end = DIV_ROUND_UP(attr->size, PAGE_SIZE);
+	for (index = 0; index < end; index++) {
+		struct folio *folio = filemap_alloc_folio(gfp, 0);
+
+		if (!folio)
+			break;
+		/* A reader of ours got there first: its folio stays. */
+		if (filemap_add_folio(mapping, folio, index, gfp)) {
+			folio_put(folio);
+			continue;
+		}
+		pfs_page_from_content(folio, index, c);
+		folio_mark_uptodate(folio);
+		folio_unlock(folio);
+		folio_put(folio);
+	}
+out:
+	inode_unlock_shared(inode);
 }
 
 void pfs_i_size_extend(struct inode *inode, loff_t end)

@@ -66,24 +66,50 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       struct pfs_attr *attr, struct pfs_layout *layout)
 {
 	return pfs_meta_open_call(sb, owner, type, req, req_len, attr, layout,
-				  NULL, NULL);
+				  NULL, NULL, NULL);
+}
+
+/*
+ * The content an open's reply ends with (PFS_FLAG_INLINE_CONTENT): a
+ * length, then as many bytes, no more than PFS_INLINE_MAX. The reply
+ * buffer moves to content.
+ */
+static int pfs_take_content(struct pfs_xdr *x, struct pfs_rpc *rpc,
+			    struct pfs_open_content *content)
+{
+	u32 len = 0;
+
+	if (pfs_x_u32(x, &len))
+		return -EIO;
+	if (len > PFS_INLINE_MAX || len != pfs_xdr_remaining(x))
+		return -EIO;
+	content->data = (const u8 *)rpc->reply + x->pos;
+	content->len = len;
+	content->buf = rpc->reply;
+	rpc->reply = NULL;
+	x->pos += len;
+	return 0;
 }
 
 int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout,
-		       u64 *epoch, bool *made)
+		       u64 *epoch, bool *made,
+		       struct pfs_open_content *content)
 {
 	struct pfs_create_made created = {};
 	struct pfs_rpc rpc = {
 		.type = type,
+		.flags = content ? PFS_FLAG_INLINE_CONTENT : 0,
 		.req = req,
 		.req_len = req_len,
-		.reply_max = 64 << 10,
+		.reply_max = (64 << 10) + (content ? PFS_INLINE_MAX + 4 : 0),
 	};
 	struct pfs_xdr x;
 	int rc;
 
+	if (content)
+		content->buf = NULL;
 	rc = pfs_meta_call(sb, owner, &rpc);
 	if (epoch)
 		*epoch = rpc.session_epoch;
@@ -98,11 +124,16 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		pfs_x_layout(&x, layout);
 	else if (layout)
 		layout->count = 0;
-	rc = pfs_xdr_finish(&x) ? -EIO : 0;
+	rc = 0;
+	if (content && layout && pfs_xdr_remaining(&x))
+		rc = pfs_take_content(&x, &rpc, content);
+	rc = rc ?: (pfs_xdr_finish(&x) ? -EIO : 0);
 	if (rc)
 		pr_warn_ratelimited("malformed %s reply\n", pfs_msg_name(type));
 	else
 		rc = pfs_attr_check(type, attr);
+	if (rc && content)
+		pfs_open_content_free(content);
 	if (made)
 		*made = created.made;
 out:

@@ -349,7 +349,7 @@ static int pfs_make_entry(struct inode *dir, struct dentry *dentry, u16 type,
 	}
 	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, type, pfs_x_create, m,
 			       &attr, layout, epoch,
-			       flags & PFS_CREATE_FIND ? &made : NULL);
+			       flags & PFS_CREATE_FIND ? &made : NULL, NULL);
 	pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
@@ -391,13 +391,16 @@ static int pfs_create(pfs_idmap_t *idmap, struct inode *dir,
 }
 
 /*
- * OPEN_NAME of dentry's name in dir: *attr; *layout for regular files, and
- * the session epoch of the open in *epoch.
+ * OPEN_NAME of dentry's name in dir: *attr; *layout for regular files, the
+ * session epoch of the open in *epoch, and an inline file's content in
+ * *content (when its open caches).
  */
 static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 			 unsigned int flags, struct pfs_attr *attr,
-			 struct pfs_layout *layout, u64 *epoch)
+			 struct pfs_layout *layout, u64 *epoch,
+			 struct pfs_open_content *content)
 {
+	bool wants = pfs_open_caches(dir->i_sb, flags);
 	struct pfs_open_name *m;
 	int rc;
 
@@ -410,7 +413,7 @@ static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 	if (!rc)
 		rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
 				       pfs_x_open_name, m, attr, layout, epoch,
-				       NULL);
+				       NULL, wants ? content : NULL);
 	kfree(m);
 	return rc;
 }
@@ -487,14 +490,16 @@ static int pfs_splice_opened(struct inode *dir, struct dentry *dentry,
 
 /*
  * An open by name whose server answered with the entry (attr): opened
- * there if it is a regular file with its layout, else only looked up, for
- * the VFS to go on with (->open for a file of another metadata server, a
- * symlink followed, a directory refused to O_CREAT).
+ * there if it is a regular file with its layout (its content, if the
+ * reply had it, cached), else only looked up, for the VFS to go on with
+ * (->open for a file of another metadata server, a symlink followed, a
+ * directory refused to O_CREAT).
  */
 static int pfs_open_found(struct inode *dir, struct dentry *dentry,
 			  struct file *file, const struct pfs_attr *attr,
 			  struct pfs_layout *layout, u64 epoch,
-			  unsigned int gen)
+			  unsigned int gen,
+			  const struct pfs_open_content *content)
 {
 	bool opened = S_ISREG(attr->mode) && layout->count;
 	struct inode *inode;
@@ -516,6 +521,8 @@ static int pfs_open_found(struct inode *dir, struct dentry *dentry,
 		iput(inode);
 		goto out_close;
 	}
+	if (content)
+		pfs_inode_take_content(inode, attr, content);
 	return pfs_splice_opened(dir, dentry, file, inode, &attr->id, epoch,
 				 gen);
 out_close:
@@ -556,14 +563,15 @@ static int pfs_create_find(struct inode *dir, struct dentry *dentry,
 	if (rc)
 		goto out;
 	rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_CREATE,
-			       pfs_x_create, m, &attr, layout, &epoch, &made);
+			       pfs_x_create, m, &attr, layout, &epoch, &made,
+			       NULL);
 	if (rc || made)
 		pfs_dir_changed(dir, rc);
 	if (rc)
 		goto out;
 	if (!made) {
 		rc = pfs_open_found(dir, dentry, file, &attr, layout, epoch,
-				    gen);
+				    gen, NULL);
 		goto out;
 	}
 	inode = pfs_new_inode(dir, &attr, layout, default_acl, acl, true);
@@ -595,6 +603,7 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 {
 	unsigned int gen = pfs_names_gen(dir);
 	unsigned int lookup_flags = LOOKUP_OPEN;
+	struct pfs_open_content content = {};
 	struct pfs_layout *layout;
 	struct dentry *res = NULL;
 	struct pfs_attr attr;
@@ -634,14 +643,16 @@ open_name:
 	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
 	if (!layout)
 		return -ENOMEM;
-	rc = pfs_open_name(dir, dentry, file->f_flags, &attr, layout, &epoch);
+	rc = pfs_open_name(dir, dentry, file->f_flags, &attr, layout, &epoch,
+			   &content);
 	if (rc == -ENOENT) {
 		pfs_dentry_stamp(dentry, gen);
 		rc = finish_no_open(file, d_splice_alias(NULL, dentry));
 	} else if (!rc) {
 		rc = pfs_open_found(dir, dentry, file, &attr, layout, epoch,
-				    gen);
+				    gen, &content);
 	}
+	pfs_open_content_free(&content);
 	kfree(layout);
 	return rc;
 }

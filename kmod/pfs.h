@@ -348,18 +348,38 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout);
 /*
+ * The whole content of an inline file, carried by the reply to a
+ * read-only open (PFS_FLAG_INLINE_CONTENT): len bytes at data, inside buf
+ * (the reply, freed by pfs_open_content_free); zeros follow up to the
+ * file's size. buf is NULL when the reply had none.
+ */
+struct pfs_open_content {
+	void *buf;
+	const void *data;
+	u32 len;
+};
+
+static inline void pfs_open_content_free(struct pfs_open_content *c)
+{
+	kvfree(c->buf);
+	c->buf = NULL;
+}
+
+/*
  * The same for requests that open (OPEN, OPEN_NAME, CREATE): *epoch gets
  * the session epoch the open was granted under (see session.c). made:
  * NULL, or the reply starts with struct pfs_create_made (CREATE with
- * PFS_CREATE_FIND), whose answer goes there.
+ * PFS_CREATE_FIND), whose answer goes there. content: NULL, or the
+ * request asks for the content of an inline file, which goes there.
  */
 int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout,
-		       u64 *epoch, bool *made);
+		       u64 *epoch, bool *made,
+		       struct pfs_open_content *content);
 /* pfs_meta_open_call of msg, encoded with its XDR function xfn. */
 #define pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, epoch, \
-			  made)						\
+			  made, content)				\
 ({									\
 	u32 __len = 0;							\
 	void *__req = pfs_encode(xfn, (msg), &__len);			\
@@ -367,7 +387,7 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	if (!__rc) {							\
 		__rc = pfs_meta_open_call((sb), (owner), (type), __req,	\
 					  __len, (attr), (layout),	\
-					  (epoch), (made));		\
+					  (epoch), (made), (content));	\
 		kfree(__req);						\
 	}								\
 	__rc;								\
@@ -376,13 +396,23 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 int pfs_attr_check(u16 type, const struct pfs_attr *attr);
 /* pfs_meta_attr_call of msg, encoded with its XDR function xfn. */
 #define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
-	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL, NULL)
+	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL, NULL, \
+			  NULL)
 
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;
 struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr);
 /* -EIO (nothing changed) when attr is of another entry or type. */
 int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
+/*
+ * Puts the content an open's reply carried (an inline file's, c) in the
+ * page cache, so that reading the file needs no more requests: only into
+ * an empty mapping, and only while the inode is still as attr, from the
+ * same reply, describes it (a change since shows in its size or mtime).
+ * Nothing here fails: reads fetch what is not cached.
+ */
+void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
+			    const struct pfs_open_content *c);
 /* Raises i_size to end if it is less (writers; safe against refreshes). */
 void pfs_i_size_extend(struct inode *inode, loff_t end);
 /*
@@ -460,6 +490,11 @@ int pfs_report_size(struct inode *inode);
 void pfs_file_mark_written(struct file *file);
 /* ->open of a file whose OPEN the server has done (finish_open's open). */
 int pfs_file_open_counted(struct inode *inode, struct file *file);
+/*
+ * An open (f_flags) that reads through the page cache only: it may take
+ * an inline file's content there.
+ */
+bool pfs_open_caches(struct super_block *sb, unsigned int flags);
 /*
  * Before a file's data is used: 0 when its open lives in our session (it
  * is opened again if the session was lost), -ESTALE when the file is gone

@@ -307,7 +307,8 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 		ngroups = pfs_groups_block(groups, sizeof(groups));
 	/* The CPU cannot zero what a read leaves out of GPU memory. */
 	/* We follow inline files' layouts (PFS_E_MOVED: stripe.c). */
-	pfs_frame_header(c->net, rpc->type, PFS_FLAG_INLINE_LAYOUTS |
+	pfs_frame_header(c->net, rpc->type,
+			 PFS_FLAG_INLINE_LAYOUTS | rpc->flags |
 			 (ngroups ? PFS_FLAG_GROUPS : 0) |
 			 (nbulk ? PFS_FLAG_BULK : 0) |
 			 (rpc->gpu && rpc->reply_data ? PFS_FLAG_ZERO_FILL : 0),

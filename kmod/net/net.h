@@ -110,6 +110,7 @@ void pfs_node_put(struct pfs_node *node);
 struct pfs_rpc {
 	/* in */
 	u16 type;			/* PFS_MSG_* */
+	u16 flags;			/* header flags it asks for */
 	const void *req;		/* encoded request body */
 	u32 req_len;
 	/* bytes sent right after the body (bulk: the request's bulk data) */

@@ -120,19 +120,19 @@ Status drop_caches() {
 
 namespace {
 
-// (a) and (b): the streams, then the 100 KiB files.
-void data_workloads(const std::string& dir, const Workload& w, Figures& f) {
-    namespace fs = std::filesystem;
-    // (a) a sequential file per thread, 1 MiB requests, through the page
-    // cache and then with O_DIRECT (fio's --end_fsync=1 for both writes).
+// (a) a sequential file per thread, 1 MiB requests, through the page
+// cache and then with O_DIRECT (fio's --end_fsync=1 for both writes).
+void sequential_workloads(const std::string& dir, const Workload& w, Figures& f) {
     auto [write_mbs, read_mbs] = sequential(dir + "/seq", w, 0);
     f.seq_write_mbs = write_mbs, f.seq_read_mbs = read_mbs;
     std::tie(write_mbs, read_mbs) = sequential(dir + "/direct", w, O_DIRECT);
     f.direct_write_mbs = write_mbs, f.direct_read_mbs = read_mbs;
-    if (w.only == Only::sequential) return;
+}
 
-    // (b) deep-learning reads: 100 KiB files written by every thread, then
-    // read whole in random order.
+// (b) deep-learning reads: 100 KiB files written by every thread, then
+// read whole in random order.
+void small_file_workloads(const std::string& dir, const Workload& w, Figures& f) {
+    namespace fs = std::filesystem;
     std::vector<char> image(100 << 10, 'i');
     for (int i = 0; i < std::min(w.dl_files, 100); ++i) fs::create_directories(fs::path(dl_path(dir, i)).parent_path());
     double t = parallel(w.threads, [&](int tid) {
@@ -217,8 +217,9 @@ Figures run_local(const std::string& dir, const Workload& w) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     Figures f;
-    if (w.only != Only::metadata) data_workloads(dir, w, f);
-    if (w.only != Only::sequential) metadata_workloads(dir, w, f);
+    if (w.runs(Only::sequential)) sequential_workloads(dir, w, f);
+    if (w.runs(Only::small_files)) small_file_workloads(dir, w, f);
+    if (w.runs(Only::metadata)) metadata_workloads(dir, w, f);
     fs::remove_all(dir);
     return f;
 }

@@ -22,10 +22,12 @@ struct Figures {
 };
 
 // Which workloads a run does.
-enum class Only { all, sequential, metadata };
+enum class Only { all, sequential, small_files, metadata };
 
 struct Workload {
     int meta_workers() const { return meta_threads > 0 ? meta_threads : threads; }
+    // Whether this part of the workloads runs (--seq-only and the like).
+    bool runs(Only part) const { return only == Only::all || only == part; }
 
     int threads = 4;
     uint64_t seq_mib_per_thread = 64;

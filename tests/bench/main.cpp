@@ -61,7 +61,7 @@ struct System {
     bool dir_is_ours = false;   // --local-dir: used (created, removed) as it is
     std::vector<bench::Figures> rounds;
     bench::Figures figures;     // each figure's median over the rounds
-    bench::Only only = bench::Only::all;  // --seq-only, --meta-only
+    bench::Only only = bench::Only::all;  // --seq-only, --small-only, --meta-only
 };
 
 // Whether a system ran a row's workload (O_DIRECT is for POSIX systems).
@@ -69,6 +69,7 @@ bool measured(const System& s, const Row& r) {
     if (r.posix_only && s.libpfs) return false;
     switch (s.only) {
     case bench::Only::sequential: return r.kind == Kind::sequential;
+    case bench::Only::small_files: return r.kind == Kind::small_files;
     case bench::Only::metadata: return r.kind == Kind::metadata;
     case bench::Only::all: break;
     }
@@ -279,6 +280,7 @@ int main(int argc, char** argv) {
         ("rounds", po::value<int>()->default_value(1),
          "run every system this many times, interleaved, and report each figure's median")
         ("seq-only", po::bool_switch(), "only the sequential workloads (buffered and O_DIRECT streams)")
+        ("small-only", po::bool_switch(), "only the small-file workload (100 KiB files written, then read)")
         ("meta-only", po::bool_switch(), "only the metadata workload (create, stat, list, unlink)")
         ("drop-caches", po::bool_switch(),
          "sync and drop the kernel's caches (root) before each read and stat phase, so reads reach the file system")
@@ -302,11 +304,12 @@ int main(int argc, char** argv) {
     w.meta_files_per_thread = options.get<int>("meta-files");
     w.meta_threads = options.get<int>("meta-threads");
     w.drop_caches = options.get<bool>("drop-caches");
-    if (options.get<bool>("seq-only") && options.get<bool>("meta-only"))
-        return usage_error("--seq-only and --meta-only exclude each other");
-    w.only = options.get<bool>("seq-only")    ? bench::Only::sequential
-           : options.get<bool>("meta-only") ? bench::Only::metadata
-                                             : bench::Only::all;
+    const bool seq = options.get<bool>("seq-only"), small = options.get<bool>("small-only"),
+               meta = options.get<bool>("meta-only");
+    if (int(seq) + int(small) + int(meta) > 1)
+        return usage_error("--seq-only, --small-only and --meta-only exclude each other");
+    w.only = seq ? bench::Only::sequential : small ? bench::Only::small_files
+           : meta ? bench::Only::metadata : bench::Only::all;
     if (w.threads < 1 || w.dl_files < 1 || w.meta_files_per_thread < 1 || w.seq_mib_per_thread < 1)
         return usage_error("--threads, --seq-mib, --dl-files and --meta-files must be positive");
     if (w.meta_threads < 0 || w.meta_threads > 1024) return usage_error("--meta-threads must be 0..1024");

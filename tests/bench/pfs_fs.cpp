@@ -52,10 +52,10 @@ Status cold_caches(const Workload& w) { return w.drop_caches ? drop_caches() : o
 
 namespace {
 
-// (a) and (b): the streams, then the 100 KiB files.
-awaitable<Result<Unit>> data_workloads(client::FileSystem& fs, const std::string& dir, const Workload& w, Figures& f) {
+// (a) a sequential file per worker, 1 MiB requests.
+awaitable<Result<Unit>> sequential_workloads(client::FileSystem& fs, const std::string& dir, const Workload& w,
+                                             Figures& f) {
     const size_t mib = 1 << 20;
-    // (a) sequential file per worker, 1 MiB requests.
     Bytes block(mib, 'x');
     auto t = co_await parallel(w.threads, [&](int i) -> awaitable<Result<Unit>> {
         auto file = co_await fs.open(dir + "/seq" + std::to_string(i), O_CREAT | O_WRONLY | O_TRUNC);
@@ -78,19 +78,21 @@ awaitable<Result<Unit>> data_workloads(client::FileSystem& fs, const std::string
     });
     if (!t) co_return t.error();
     f.seq_read_mbs = w.threads * w.seq_mib_per_thread / *t;
-    if (w.only == Only::sequential) {
+    if (w.only == Only::sequential)
         for (int i = 0; i < w.threads; ++i) TRY(fs.unlink(dir + "/seq" + std::to_string(i)));
-        co_return Unit{};
-    }
+    co_return Unit{};
+}
 
-    // (b) deep-learning reads: 100 KiB files, whole, random order.
+// (b) deep-learning reads: 100 KiB files, whole, random order.
+awaitable<Result<Unit>> small_file_workloads(client::FileSystem& fs, const std::string& dir, const Workload& w,
+                                             Figures& f) {
     Bytes image(100 << 10, 'i');
     TRY(fs.mkdir(dir + "/dl"));
     for (int a = 0; a < 10; ++a) {
         TRY(fs.mkdir(dir + "/dl/" + std::to_string(a)));
         for (int b = 0; b < 10; ++b) TRY(fs.mkdir(dir + "/dl/" + std::to_string(a) + "/" + std::to_string(b)));
     }
-    t = co_await parallel(w.threads, [&](int tid) -> awaitable<Result<Unit>> {
+    auto t = co_await parallel(w.threads, [&](int tid) -> awaitable<Result<Unit>> {
         for (int i = tid; i < w.dl_files; i += w.threads) {
             auto file = co_await fs.open(dl_path(dir, i), O_CREAT | O_WRONLY | O_TRUNC);
             if (!file) co_return file.error();
@@ -182,8 +184,9 @@ awaitable<Result<Unit>> metadata_workloads(client::FileSystem& fs, const std::st
 awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& dir, const Workload& w) {
     Figures f;
     TRY(fs.mkdir(dir));
-    if (w.only != Only::metadata) TRY(data_workloads(fs, dir, w, f));
-    if (w.only != Only::sequential) TRY(metadata_workloads(fs, dir, w, f));
+    if (w.runs(Only::sequential)) TRY(sequential_workloads(fs, dir, w, f));
+    if (w.runs(Only::small_files)) TRY(small_file_workloads(fs, dir, w, f));
+    if (w.runs(Only::metadata)) TRY(metadata_workloads(fs, dir, w, f));
     co_return f;
 }
 
