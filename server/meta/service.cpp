@@ -628,7 +628,7 @@ awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr, int
     if (!reply) co_return Reply::from(reply.error());
     const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK;
     if (wants && layout && is_inline_layout(*layout)) {
-        if (auto data = co_await inline_.content(attr.id)) append_content(*reply, data->span());
+        if (auto data = co_await inline_.content(attr.id, attr.size)) append_content(*reply, data->span());
     }
     // Not journaled: after a restart nothing is open.
     if (auto st = open_for(req.frame.header.client_id, attr.id); !st) co_return Reply::from(st.error());
