@@ -96,6 +96,14 @@ awaitable<Result<Bytes>> read_path(FileSystem& fs, const std::string& path, size
     co_return data;
 }
 
+// A new file at path holding data, still open for writing.
+awaitable<Result<OpenFile>> written(FileSystem& fs, const std::string& path, const Bytes& data) {
+    auto file = co_await fs.open(path, O_CREAT | O_WRONLY);
+    if (!file) co_return file.error();
+    if (auto n = co_await fs.write(*file, 0, data); !n) co_return n.error();
+    co_return std::move(*file);
+}
+
 bool is_inline(const StripeLayout& l) { return l.targets == std::vector<uint32_t>{PFS_INLINE_TARGET}; }
 
 }  // namespace
@@ -196,9 +204,8 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
         const bool ready = co_await s.ready("/");
         REQUIRE(ready);
-        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        auto file = co_await written(s.fs, "/f", data);
         REQUIRE(file);
-        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
         REQUIRE_OK(co_await s.fs.fsync(*file));
         s.tc.daemon("m1").kill(SIGKILL);
         s.tc.daemon("m1").start();
@@ -227,9 +234,8 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
         const bool ready = co_await s.ready("/");
         REQUIRE(ready);
-        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        auto file = co_await written(s.fs, "/f", data);
         REQUIRE(file);
-        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
         REQUIRE_OK(co_await s.fs.close(*file));
         CHECK(s.inline_chunks() == 1);
 
@@ -300,9 +306,8 @@ TEST_CASE("an inline file's st_blocks is counted where its data is, in the inlin
     bool ok = test::run(s.io, [&]() -> awaitable<void> {
         const bool ready = co_await s.ready("/");
         REQUIRE(ready);
-        auto file = co_await s.fs.open("/f", O_CREAT | O_WRONLY);
+        auto file = co_await written(s.fs, "/f", data);
         REQUIRE(file);
-        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
         REQUIRE_OK(co_await s.fs.close(*file));
         REQUIRE(s.inline_chunks() == 1);
         // A stat of the closed file starts pfs-meta's count; a later one
