@@ -261,6 +261,7 @@ static int pfs_seek_targets(struct inode *inode, const struct pfs_layout *lo,
 loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence)
 {
 	struct inode *inode = file_inode(file);
+	u8 what = whence == SEEK_DATA ? PFS_SEEK_DATA : PFS_SEEK_HOLE;
 	const struct pfs_layout *lo;
 	u64 found;
 	loff_t size;
@@ -278,16 +279,13 @@ loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence)
 	lo = pfs_need_layout(inode);
 	if (IS_ERR(lo))
 		return PTR_ERR(lo);
-	rc = pfs_seek_targets(inode, lo, whence == SEEK_DATA ? PFS_SEEK_DATA :
-			      PFS_SEEK_HOLE, offset, &found);
+	rc = pfs_seek_targets(inode, lo, what, offset, &found);
 	if (rc == -EREMCHG) {
 		/* An inline file's data moved meanwhile: ask where it is. */
 		rc = pfs_inode_relayout(inode);
 		lo = rc ? ERR_PTR(rc) : pfs_need_layout(inode);
 		rc = IS_ERR(lo) ? PTR_ERR(lo) :
-		     pfs_seek_targets(inode, lo, whence == SEEK_DATA ?
-				      PFS_SEEK_DATA : PFS_SEEK_HOLE,
-				      offset, &found);
+		     pfs_seek_targets(inode, lo, what, offset, &found);
 		if (rc == -EREMCHG)
 			rc = -EIO;	/* moved again: contradictory */
 	}

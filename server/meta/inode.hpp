@@ -58,15 +58,8 @@ struct StripePattern {
 
 // A file's stripe layout: fixed at create, the targets in stripe order.
 using StripeLayout = pfs::StripeLayout;
-
-// An inline file's layout as clients see it: the one target
-// PFS_INLINE_TARGET (its metadata server), chunk size and pool its own.
-inline StripeLayout inline_layout(const StripeLayout& own) {
-    return StripeLayout{own.chunk_size, own.pool_id, {PFS_INLINE_TARGET}};
-}
-inline bool is_inline_layout(const StripeLayout& l) {
-    return l.targets.size() == 1 && l.targets[0] == PFS_INLINE_TARGET;
-}
+using pfs::inline_layout;
+using pfs::is_inline_layout;
 
 // The attributes stat(2) reports; mode carries the S_IFMT type bits.
 struct Attr {

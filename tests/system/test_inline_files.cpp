@@ -104,8 +104,6 @@ awaitable<Result<OpenFile>> written(FileSystem& fs, const std::string& path, con
     co_return std::move(*file);
 }
 
-bool is_inline(const StripeLayout& l) { return l.targets == std::vector<uint32_t>{PFS_INLINE_TARGET}; }
-
 }  // namespace
 
 TEST_CASE("a small file stays with its metadata server until it outgrows inline-max", "[system]") {
@@ -123,7 +121,7 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
 
         auto file = co_await s.fs.open("/in/a", O_CREAT | O_RDWR);
         REQUIRE(file);
-        CHECK(is_inline(file->layout));
+        CHECK(is_inline_layout(file->layout));
         REQUIRE_OK(co_await s.fs.write(*file, 0, first));
         REQUIRE_OK(co_await s.fs.fsync(*file));
         CHECK(s.on_targets() == 0);
@@ -136,18 +134,18 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
         // (Read-write: a read-only open would bring the content, and read that.)
         auto held = co_await other.open("/in/a", O_RDWR);
         REQUIRE(held);
-        CHECK(is_inline(held->layout));
+        CHECK(is_inline_layout(held->layout));
 
         // Past inline-max: the data moves to the targets, the write follows it.
         REQUIRE_OK(co_await s.fs.write(*file, first.size() + 5000, more));
-        CHECK_FALSE(is_inline(file->layout));
+        CHECK_FALSE(is_inline_layout(file->layout));
         CHECK(file->layout.targets.size() == 2);
         REQUIRE_OK(co_await s.fs.fsync(*file));
         CHECK(s.inline_chunks() == 0);
         CHECK(s.on_targets() >= 1);
         auto layout = co_await s.fs.layout(std::string_view("/in/a"));
         REQUIRE(layout);
-        CHECK_FALSE(is_inline(*layout));
+        CHECK_FALSE(is_inline_layout(*layout));
 
         // The other client's old layout sends it after the data.
         Bytes expect = first;
@@ -160,7 +158,7 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
         REQUIRE(stale);
         stale->resize(expect.size(), 0xee);
         CHECK(*stale == expect);
-        CHECK_FALSE(is_inline(held->layout));
+        CHECK_FALSE(is_inline_layout(held->layout));
         REQUIRE_OK(co_await other.close(*held));
         REQUIRE_OK(co_await s.fs.close(*file));
 
@@ -216,7 +214,7 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
         CHECK(*seen == data);
         auto layout = co_await s.fs.layout(std::string_view("/f"));
         REQUIRE(layout);
-        CHECK(is_inline(*layout));
+        CHECK(is_inline_layout(*layout));
         CHECK(s.on_targets() == 0);
         s.close();
     });
@@ -242,7 +240,7 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
         // Its open moves the file out first; its creates are never inline.
         auto opened = co_await old.open("/f", O_RDONLY);
         REQUIRE(opened);
-        CHECK_FALSE(is_inline(opened->layout));
+        CHECK_FALSE(is_inline_layout(opened->layout));
         auto seen = co_await read_all(old, *opened, data.size());
         REQUIRE(seen);
         CHECK(*seen == data);
@@ -250,7 +248,7 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
         CHECK(s.inline_chunks() == 0);
         auto made = co_await old.open("/g", O_CREAT | O_WRONLY);
         REQUIRE(made);
-        CHECK_FALSE(is_inline(made->layout));
+        CHECK_FALSE(is_inline_layout(made->layout));
         REQUIRE_OK(co_await old.close(*made));
         s.close();
     });

@@ -58,7 +58,7 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 void add_layout(Described& d, const FileLayout& layout, const Snapshot& snap) {
-    if (layout.targets.size() == 1 && layout.targets[0] == PFS_INLINE_TARGET) {
+    if (is_inline_layout(layout)) {
         d.doc["layout"] = {{"chunk_size", layout.chunk_size}, {"pool_id", layout.pool_id}, {"inline", true}};
         d.fields.emplace_back("Data", "inline, with the file's metadata server (moves to the storage targets "
                                       "when it outgrows the directory's inline max)");
