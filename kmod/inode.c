@@ -201,21 +201,8 @@ int pfs_revalidate_mapping(struct inode *inode)
 	return rc == -EBUSY ? 0 : rc;
 }
 
-/* One page of the file from c: its bytes there, zeros after them. */
-static void pfs_page_from_content(struct folio *folio, pgoff_t index,
-				  const struct pfs_open_content *c)
-{
-	size_t off = (size_t)index << PAGE_SHIFT;
-	size_t n = off < c->len ? min_t(size_t, PAGE_SIZE, c->len - off) : 0;
-	void *kaddr = kmap_local_folio(folio, 0);
-
-	memcpy(kaddr, (const u8 *)c->data + off, n);
-	memset(kaddr + n, 0, PAGE_SIZE - n);
-	kunmap_local(kaddr);
-}
-
 void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
-			    const struct pfs_open_content *c)
+			    struct pfs_open_content *c)
 {
 	struct address_space *mapping = inode->i_mapping;
 	struct timespec64 mtime = pfs_ts(&attr->mtime);
@@ -223,7 +210,9 @@ void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
 	gfp_t gfp = readahead_gfp_mask(mapping);
 	pgoff_t index, end;
 
-	if (!c->buf || c->len > attr->size || attr->size > PFS_INLINE_MAX)
+	/* All of the file came, or it is not taken. */
+	if (!c->len || c->len != attr->size ||
+	    DIV_ROUND_UP(c->len, PAGE_SIZE) > c->npages)
 		return;
 	/* No write or truncate of ours runs meanwhile. */
 	inode_lock_shared(inode);
@@ -232,18 +221,19 @@ void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
 	    mapping->nrpages || i_size_read(inode) != attr->size ||
 	    !timespec64_equal(&mtime, &have_mtime))
 		goto out;
-	end = DIV_ROUND_UP(attr->size, PAGE_SIZE);
+	/* The last page's bytes past the end read as zeros. */
+	if (offset_in_page(c->len))
+		zero_user_segment(c->pages[(c->len - 1) >> PAGE_SHIFT],
+				  offset_in_page(c->len), PAGE_SIZE);
+	end = DIV_ROUND_UP(c->len, PAGE_SIZE);
 	for (index = 0; index < end; index++) {
-		struct folio *folio = filemap_alloc_folio(gfp, 0);
+		struct folio *folio = page_folio(c->pages[index]);
 
-		if (!folio)
-			break;
 		/* A reader of ours got there first: its folio stays. */
-		if (filemap_add_folio(mapping, folio, index, gfp)) {
-			folio_put(folio);
+		if (filemap_add_folio(mapping, folio, index, gfp))
 			continue;
-		}
-		pfs_page_from_content(folio, index, c);
+		/* The page cache's now. */
+		c->pages[index] = NULL;
 		folio_mark_uptodate(folio);
 		folio_unlock(folio);
 		folio_put(folio);

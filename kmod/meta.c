@@ -6,6 +6,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bvec.h>
+#include <linux/uio.h>
+
 #include "pfs.h"
 
 /*
@@ -69,26 +72,49 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 				  NULL, NULL, NULL);
 }
 
-/*
- * The content an open's reply ends with (PFS_FLAG_INLINE_CONTENT): a
- * length, then as many bytes, no more than PFS_INLINE_MAX. The reply
- * buffer moves to content.
- */
-static int pfs_take_content(struct pfs_xdr *x, struct pfs_rpc *rpc,
-			    struct pfs_open_content *content)
+void pfs_open_content_free(struct pfs_open_content *c)
 {
-	u32 len = 0;
+	u32 i;
 
-	if (pfs_x_u32(x, &len))
-		return -EIO;
-	if (len > PFS_INLINE_MAX || len != pfs_xdr_remaining(x))
-		return -EIO;
-	content->data = (const u8 *)rpc->reply + x->pos;
-	content->len = len;
-	content->buf = rpc->reply;
-	rpc->reply = NULL;
-	x->pos += len;
-	return 0;
+	for (i = 0; c->pages && i < c->npages; i++)
+		if (c->pages[i])
+			put_page(c->pages[i]);
+	kfree(c->pages);
+	kfree(c->bvec);
+	c->pages = NULL;
+	c->bvec = NULL;
+	c->npages = 0;
+	c->len = 0;
+}
+
+/*
+ * Pages for c->room bytes of content, as the reply's bulk data iterator
+ * *to; false when memory is short (the open then goes without).
+ */
+static bool pfs_open_content_pages(struct pfs_open_content *c,
+				   struct iov_iter *to)
+{
+	u32 n = DIV_ROUND_UP(c->room ?: PFS_OPEN_CONTENT_MAX, PAGE_SIZE);
+	u32 i;
+
+	c->npages = 0;
+	c->len = 0;
+	c->pages = kcalloc(n, sizeof(*c->pages), GFP_KERNEL);
+	c->bvec = kcalloc(n, sizeof(*c->bvec), GFP_KERNEL);
+	if (!c->pages || !c->bvec)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		c->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN);
+		if (!c->pages[i])
+			goto fail;
+		c->npages++;
+		bvec_set_page(&c->bvec[i], c->pages[i], PAGE_SIZE, 0);
+	}
+	iov_iter_bvec(to, ITER_DEST, c->bvec, n, (size_t)n * PAGE_SIZE);
+	return true;
+fail:
+	pfs_open_content_free(c);
+	return false;
 }
 
 int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
@@ -100,17 +126,23 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	struct pfs_create_made created = {};
 	struct pfs_rpc rpc = {
 		.type = type,
-		.flags = content ? PFS_FLAG_INLINE_CONTENT : 0,
 		.req = req,
 		.req_len = req_len,
-		.reply_max = (64 << 10) + (content ? PFS_INLINE_MAX + 4 : 0),
+		.reply_max = 64 << 10,
 	};
+	struct iov_iter to;
 	struct pfs_xdr x;
 	int rc;
 
-	if (content)
-		content->buf = NULL;
+	/* The content comes as the reply's bulk data, into the pages. */
+	if (content && pfs_open_content_pages(content, &to)) {
+		rpc.flags = PFS_FLAG_INLINE_CONTENT;
+		rpc.bulk = true;
+		rpc.reply_data = &to;
+	}
 	rc = pfs_meta_call(sb, owner, &rpc);
+	if (rpc.reply_data)
+		content->len = rpc.data_len;
 	if (epoch)
 		*epoch = rpc.session_epoch;
 	if (rc)
@@ -124,10 +156,7 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		pfs_x_layout(&x, layout);
 	else if (layout)
 		layout->count = 0;
-	rc = 0;
-	if (content && layout && pfs_xdr_remaining(&x))
-		rc = pfs_take_content(&x, &rpc, content);
-	rc = rc ?: (pfs_xdr_finish(&x) ? -EIO : 0);
+	rc = pfs_xdr_finish(&x) ? -EIO : 0;
 	if (rc)
 		pr_warn_ratelimited("malformed %s reply\n", pfs_msg_name(type));
 	else

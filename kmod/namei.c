@@ -499,7 +499,7 @@ static int pfs_open_found(struct inode *dir, struct dentry *dentry,
 			  struct file *file, const struct pfs_attr *attr,
 			  struct pfs_layout *layout, u64 epoch,
 			  unsigned int gen,
-			  const struct pfs_open_content *content)
+			  struct pfs_open_content *content)
 {
 	bool opened = S_ISREG(attr->mode) && layout->count;
 	struct inode *inode;

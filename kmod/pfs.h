@@ -348,22 +348,23 @@ int pfs_meta_attr_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		       u16 type, const void *req, u32 req_len,
 		       struct pfs_attr *attr, struct pfs_layout *layout);
 /*
- * The whole content of an inline file, carried by the reply to a
- * read-only open (PFS_FLAG_INLINE_CONTENT): len bytes at data, inside buf
- * (the reply, freed by pfs_open_content_free); zeros follow up to the
- * file's size. buf is NULL when the reply had none.
+ * Room for the content of an inline file in the reply to a read-only open
+ * (PFS_FLAG_INLINE_CONTENT): pages the reply's bulk data lands in, which
+ * then go into the page cache as they are. len: the bytes that came (all
+ * of the file when they are as many as its size). room: at most this
+ * many bytes are asked for (0: PFS_OPEN_CONTENT_MAX).
  */
+#define PFS_OPEN_CONTENT_MAX	(128u << 10)
 struct pfs_open_content {
-	void *buf;
-	const void *data;
+	u32 room;
+	u32 npages;
 	u32 len;
+	struct page **pages;	/* a slot is NULL once the page is taken */
+	struct bio_vec *bvec;
 };
 
-static inline void pfs_open_content_free(struct pfs_open_content *c)
-{
-	kvfree(c->buf);
-	c->buf = NULL;
-}
+/* meta.c: the pages of c not taken into the page cache, freed. */
+void pfs_open_content_free(struct pfs_open_content *c);
 
 /*
  * The same for requests that open (OPEN, OPEN_NAME, CREATE): *epoch gets
@@ -409,10 +410,11 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
  * page cache, so that reading the file needs no more requests: only into
  * an empty mapping, and only while the inode is still as attr, from the
  * same reply, describes it (a change since shows in its size or mtime).
- * Nothing here fails: reads fetch what is not cached.
+ * The pages it takes leave c. Nothing here fails: reads fetch what is
+ * not cached.
  */
 void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
-			    const struct pfs_open_content *c);
+			    struct pfs_open_content *c);
 /* Raises i_size to end if it is less (writers; safe against refreshes). */
 void pfs_i_size_extend(struct inode *inode, loff_t end);
 /*

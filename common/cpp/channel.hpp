@@ -36,8 +36,10 @@ public:
 
     // From now on every frame sent carries a MAC and every frame read must
     // carry a valid one (a frame that does not verify is an error: the
-    // caller drops the connection).
-    virtual void set_frame_mac(std::unique_ptr<auth::FrameMac> mac) = 0;
+    // caller drops the connection). cover_data (PFS_AUTH_DATA_MAC): the
+    // MACs cover the bulk data that ends a frame too; without it they
+    // cover the header, bulk block and body (what RDMA puts in frames).
+    virtual void set_frame_mac(std::unique_ptr<auth::FrameMac> mac, bool cover_data) = 0;
     virtual bool frame_macs() const = 0;
 
     // ---- receiving: one reader at a time ----

@@ -30,9 +30,9 @@ struct Wiped {
 
 // From now on every frame both ways carries a MAC under the session key.
 void start_frame_macs(Channel& conn, const auth::Key& role_key, const auth::Nonce& server_nonce,
-                      const auth::Nonce& client_nonce, bool server_side) {
+                      const auth::Nonce& client_nonce, bool server_side, uint8_t flags) {
     auth::Key session = auth::session_key(role_key, server_nonce, client_nonce);
-    conn.set_frame_mac(std::make_unique<auth::FrameMac>(session, server_side));
+    conn.set_frame_mac(std::make_unique<auth::FrameMac>(session, server_side), (flags & PFS_AUTH_DATA_MAC) != 0);
     OPENSSL_cleanse(session.data(), session.size());
 }
 
@@ -68,19 +68,20 @@ awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Channel> conn, cons
     if (!auth::equal(to_array(response->mac), auth::client_proof(*key, server_nonce, client_nonce, role, response->flags)))
         co_return refuse(std::string("peer does not know the ") + auth::role_name(role) + " key");
 
-    PeerAuth peer{role, require_mac || (response->flags & PFS_AUTH_FRAME_MAC)};
+    const bool data_mac = response->flags & PFS_AUTH_DATA_MAC;
+    PeerAuth peer{role, require_mac || data_mac || (response->flags & PFS_AUTH_FRAME_MAC), data_mac};
     pfs_auth_proof proof{};
-    proof.flags = peer.frame_mac ? PFS_AUTH_FRAME_MAC : 0;
+    proof.flags = static_cast<uint8_t>((peer.frame_mac ? PFS_AUTH_FRAME_MAC : 0) | (data_mac ? PFS_AUTH_DATA_MAC : 0));
     auth::Mac mac = auth::server_proof(*key, client_nonce, server_nonce, role, proof.flags);
     std::copy(mac.begin(), mac.end(), proof.mac);
     reply.payload = encode_reply(Reply::ok(*encode(pfs_x_auth_proof, proof)));
     conn->send(reply);
-    if (peer.frame_mac) start_frame_macs(*conn, *key, server_nonce, client_nonce, true);
+    if (peer.frame_mac) start_frame_macs(*conn, *key, server_nonce, client_nonce, true, proof.flags);
     co_return peer;
 }
 
 awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret, auth::Role role,
-                                   bool want_mac, std::chrono::milliseconds timeout) {
+                                   MacWish wish, std::chrono::milliseconds timeout) {
     auto key = secret.key(role);
     if (!key) co_return key.error();
     Wiped wipe{*key};
@@ -95,7 +96,9 @@ awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Se
     auth::Nonce client_nonce = auth::random_nonce();
     pfs_auth_response response{};
     response.role = static_cast<uint8_t>(role);
-    response.flags = want_mac ? PFS_AUTH_FRAME_MAC : 0;
+    response.flags = wish == MacWish::frames_and_data ? PFS_AUTH_FRAME_MAC | PFS_AUTH_DATA_MAC
+                   : wish == MacWish::frames          ? PFS_AUTH_FRAME_MAC
+                                                      : 0;
     auth::Mac mac = auth::client_proof(*key, server_nonce, client_nonce, role, response.flags);
     std::copy(client_nonce.begin(), client_nonce.end(), response.nonce);
     std::copy(mac.begin(), mac.end(), response.mac);
@@ -118,9 +121,14 @@ awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Se
     if (!proof) co_return Error{PFS_E_PROTO, "malformed server proof"};
     if (!auth::equal(to_array(proof->mac), auth::server_proof(*key, client_nonce, server_nonce, role, proof->flags)))
         co_return Error{PFS_E_AUTH, "server could not prove it knows the shared secret"};
-    if (want_mac && !(proof->flags & PFS_AUTH_FRAME_MAC))
-        co_return Error{PFS_E_AUTH, "server refused frame MACs"};
-    if (proof->flags & PFS_AUTH_FRAME_MAC) start_frame_macs(*conn, *key, server_nonce, client_nonce, false);
+    if ((response.flags & proof->flags) != response.flags)
+        co_return Error{PFS_E_AUTH, (response.flags & ~proof->flags & PFS_AUTH_FRAME_MAC)
+                                        ? "server refused frame MACs"
+                                        : "server refused MACs over bulk data"};
+    if ((proof->flags & PFS_AUTH_DATA_MAC) && !(proof->flags & PFS_AUTH_FRAME_MAC))
+        co_return Error{PFS_E_PROTO, "server proof asks for data MACs without frame MACs"};
+    if (proof->flags & PFS_AUTH_FRAME_MAC)
+        start_frame_macs(*conn, *key, server_nonce, client_nonce, false, proof->flags);
     co_return ok_status();
 }
 

@@ -21,13 +21,20 @@ inline constexpr uint32_t kHandshakeMaxPayload = 256;
 struct PeerAuth {
     auth::Role role = auth::Role::client;
     bool frame_mac = false;
+    bool data_mac = false;  // the MACs cover bulk data too
 };
 
-// require_mac: frame MACs whether the client asks for them or not.
+// What a client asks of a connection's frame MACs: none unless the
+// server requires them, MACs over frames (header, bulk block, body), or
+// over the frames' bulk data as well (PFS_AUTH_DATA_MAC).
+enum class MacWish { if_required, frames, frames_and_data };
+
+// require_mac: frame MACs whether the client asks for them or not (they
+// cover bulk data only when the client asks for that).
 awaitable<Result<PeerAuth>> server_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret,
                                              std::chrono::milliseconds timeout, bool require_mac);
-// want_mac: ask for frame MACs (the server may require them anyway).
+// A server that refuses what wish asks for is refused.
 awaitable<Status> client_handshake(std::shared_ptr<Channel> conn, const auth::Secret& secret, auth::Role role,
-                                   bool want_mac, std::chrono::milliseconds timeout);
+                                   MacWish wish, std::chrono::milliseconds timeout);
 
 }  // namespace pfs

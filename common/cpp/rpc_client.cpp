@@ -90,7 +90,7 @@ awaitable<Result<std::shared_ptr<Channel>>> RpcClient::connect_once() {
         conn = std::move(tcp);
     }
     if (!conn) co_return conn.error();
-    auto auth = co_await client_handshake(*conn, secret_, config_.role, config_.frame_mac, config_.connect_timeout);
+    auto auth = co_await client_handshake(*conn, secret_, config_.role, config_.macs, config_.connect_timeout);
     if (!auth) {
         (*conn)->close();
         co_return Error{auth.error().code, peer_.str() + ": " + auth.error().message};

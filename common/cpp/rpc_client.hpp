@@ -16,6 +16,7 @@
 
 #include "auth_crypto.hpp"
 #include "channel.hpp"
+#include "handshake.hpp"
 
 namespace pfs {
 
@@ -68,7 +69,7 @@ struct ClientConfig {
     std::chrono::milliseconds backoff_min{100};
     std::chrono::milliseconds backoff_max{5000};
     auth::Role role = auth::Role::client;  // what the connections prove
-    bool frame_mac = false;                // ask for frame MACs (servers may require them)
+    MacWish macs = MacWish::if_required;   // frame MACs asked for (servers may require them)
     std::shared_ptr<const ClientIdentities> identities{};  // for calls that carry a client id
     TransportChoice transport = TransportChoice::automatic;
     // The local interfaces RDMA leaves by (libpfs: a path per server and

@@ -243,7 +243,7 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
         co_return;
     }
     log::debug("connection authenticated", {{"peer", conn->peer()}, {"role", auth::role_name(auth->role)},
-                                            {"frame_mac", auth->frame_mac}});
+                                            {"frame_mac", auth->frame_mac}, {"data_mac", auth->data_mac}});
 
     auto state = std::make_shared<ConnState>(conn->executor(), auth->role);
     while (conn->is_open()) {

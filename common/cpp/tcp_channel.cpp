@@ -137,25 +137,27 @@ awaitable<Result<Frame>> TcpChannel::read_payload(const pfs_header& header) {
     if (bulk && (header.flags & PFS_FLAG_REPLY)) co_return co_await read_bulk_reply(std::move(frame));
     auto whole = std::make_shared<Bytes>(header.payload_len);
     if (auto st = co_await read_exact(*whole); !st) co_return st.error();
-    if (auto st = co_await check_tag(*whole); !st)
-        co_return Error{st.error().code, st.error().message + " (" + pfs_msg_name(header.type) + ")"};
+    const std::span<const uint8_t> all(*whole);
     if (!bulk) {
+        if (auto st = co_await check_tag(all); !st)
+            co_return Error{st.error().code, st.error().message + " (" + pfs_msg_name(header.type) + ")"};
         frame.payload = std::move(*whole);
         co_return frame;
     }
-    // A request with its data inline: the block, the body, then the data.
-    frame.payload = std::move(*whole);
-    if (auto st = take_bulk(frame); !st) co_return st.error();
-    if (frame.bulk->place != PFS_BULK_INLINE)
+    // A request with its data inline: the block, the body, then the data
+    // (which the MAC leaves out unless it covers data).
+    auto block = peek_bulk(all);
+    if (!block) co_return block.error();
+    if (block->bulk.place != PFS_BULK_INLINE)
         co_return Error{PFS_E_PROTO, "a bulk descriptor for RDMA on a TCP connection"};
-    if (frame.bulk->in_len > frame.payload.size())
-        co_return Error{PFS_E_PROTO, "bulk data longer than the frame"};
-    const size_t body = frame.payload.size() - frame.bulk->in_len;
-    if (frame.bulk->in_len) {
-        auto held = std::make_shared<Bytes>(frame.payload.begin() + static_cast<ptrdiff_t>(body), frame.payload.end());
-        frame.data = SharedBytes(held, *held);
-    }
-    frame.payload.resize(body);
+    if (block->bulk.in_len > all.size() - block->size) co_return Error{PFS_E_PROTO, "bulk data longer than the frame"};
+    const size_t body_end = all.size() - block->bulk.in_len;
+    if (auto st = co_await check_tag(mac_covers_data_ ? all : all.first(body_end)); !st)
+        co_return Error{st.error().code, st.error().message + " (" + pfs_msg_name(header.type) + ")"};
+    frame.bulk = block->bulk;
+    frame.payload.assign(all.begin() + static_cast<ptrdiff_t>(block->size),
+                         all.begin() + static_cast<ptrdiff_t>(body_end));
+    if (block->bulk.in_len) frame.data = SharedBytes(whole, all.subspan(body_end));
     co_return frame;
 }
 
@@ -185,7 +187,7 @@ awaitable<Result<Frame>> TcpChannel::read_bulk_reply(Frame frame) {
     auto st = co_await read_exact(into);
     sinks_->filling = 0;
     if (!st) co_return st.error();
-    if (auto st = co_await check_tag(count, frame.payload, into); !st)
+    if (auto st = co_await check_tag(count, frame.payload, mac_covers_data_ ? into : std::span<uint8_t>{}); !st)
         co_return Error{st.error().code, st.error().message + " (" + pfs_msg_name(header.type) + ")"};
     frame.data_len = data_len;
     co_return frame;
@@ -237,8 +239,11 @@ void TcpChannel::send(const pfs_header& header, Bytes head, Bytes body, SharedBy
     pfs_header_encode(&h, out.head.data());
     if (!head.empty()) std::memcpy(out.head.data() + PFS_HEADER_SIZE, head.data(), head.size());
     if (mac_) {
+        // Only bulk frames end with bulk data; the MAC covers it on request.
+        const bool covered = mac_covers_data_ || !(h.flags & PFS_FLAG_BULK);
         out.tag = mac_->seal(std::span<const uint8_t>(out.head).first(PFS_HEADER_SIZE),
-                             {std::span<const uint8_t>(out.head).subspan(PFS_HEADER_SIZE), out.body, out.data.span()});
+                             {std::span<const uint8_t>(out.head).subspan(PFS_HEADER_SIZE), out.body,
+                              covered ? out.data.span() : std::span<const uint8_t>{}});
         out.tag_len = out.tag.size();
     }
     if (!writing_ && (!write_now(out) || out.sent == out.size())) return;

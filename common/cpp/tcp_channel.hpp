@@ -34,7 +34,10 @@ public:
     TcpChannel& operator=(const TcpChannel&) = delete;
 
     const char* transport() const override { return "tcp"; }
-    void set_frame_mac(std::unique_ptr<auth::FrameMac> mac) override { mac_ = std::move(mac); }
+    void set_frame_mac(std::unique_ptr<auth::FrameMac> mac, bool cover_data) override {
+        mac_ = std::move(mac);
+        mac_covers_data_ = cover_data;
+    }
     bool frame_macs() const override { return mac_ != nullptr; }
 
     awaitable<Result<pfs_header>> read_header(uint32_t max_payload = PFS_MAX_PAYLOAD) override;
@@ -91,6 +94,7 @@ private:
         std::array<asio::const_buffer, 4> unsent() const;
     };
     std::unique_ptr<auth::FrameMac> mac_;
+    bool mac_covers_data_ = false;
     std::array<uint8_t, PFS_HEADER_SIZE> raw_header_{};  // of the frame being read
     std::deque<Outgoing> queue_;
     std::atomic<size_t> queued_bytes_{0};  // read from other loops (the backlog check of a notice)

@@ -50,13 +50,19 @@ Result<std::vector<uint32_t>> take_groups(Frame& frame) {
 
 Bytes encode_bulk(const pfs_bulk& bulk) { return *encode(pfs_x_bulk, bulk); }
 
-Status take_bulk(Frame& frame) {
+Result<BulkBlock> peek_bulk(std::span<const uint8_t> payload) {
     pfs_bulk b{};
     pfs_xdr x;
-    pfs_xdr_init_decode(&x, frame.payload.data(), static_cast<uint32_t>(frame.payload.size()));
+    pfs_xdr_init_decode(&x, payload.data(), static_cast<uint32_t>(payload.size()));
     if (pfs_x_bulk(&x, &b)) return Error{PFS_E_PROTO, "malformed bulk block"};
-    frame.payload.erase(frame.payload.begin(), frame.payload.begin() + x.pos);
-    frame.bulk = b;
+    return BulkBlock{b, x.pos};
+}
+
+Status take_bulk(Frame& frame) {
+    auto block = peek_bulk(frame.payload);
+    if (!block) return block.error();
+    frame.payload.erase(frame.payload.begin(), frame.payload.begin() + static_cast<ptrdiff_t>(block->size));
+    frame.bulk = block->bulk;
     return ok_status();
 }
 

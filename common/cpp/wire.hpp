@@ -73,6 +73,13 @@ struct Frame {
 
 // The bulk block that opens a bulk request's payload.
 Bytes encode_bulk(const pfs_bulk& bulk);
+// The bulk block at the front of a request's payload, and its length in
+// bytes there; malformed: PFS_E_PROTO.
+struct BulkBlock {
+    pfs_bulk bulk;
+    size_t size;
+};
+Result<BulkBlock> peek_bulk(std::span<const uint8_t> payload);
 // Takes the bulk block off the front of a request's payload into
 // frame.bulk (PFS_FLAG_BULK); malformed: PFS_E_PROTO.
 Status take_bulk(Frame& frame);

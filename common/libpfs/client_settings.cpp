@@ -18,6 +18,7 @@ ClientConfig ClientSettings::client_config() const {
     config.role = secret.strongest();
     config.transport = transport;
     config.rails = rails;
+    config.macs = data_mac ? MacWish::frames_and_data : MacWish::if_required;
     return config;
 }
 
@@ -33,7 +34,10 @@ void add_client_options(Options& options) {
          "to the servers: RDMA where they offer it (falling back to TCP), TCP only, or RDMA only")
         ("rails", po::value<std::string>()->default_value("")->value_name("IF[,IF...]"),
          "the local RDMA interfaces to use: each request to a server goes by the least loaded one that reaches "
-         "it (same subnet), a failed one is left alone for a while (default: a way per server address, wherever routing says)");
+         "it (same subnet), a failed one is left alone for a while (default: a way per server address, wherever routing says)")
+        ("data-mac", po::bool_switch(),
+         "frame MACs over file data too, on storage servers' connections as well (default: metadata servers' MACs "
+         "cover headers and bodies, not file data; storage connections carry none)");
 }
 
 Result<ClientSettings> load_client_settings(const Options& options, SettingsProblem* problem) {
@@ -61,7 +65,7 @@ Result<ClientSettings> load_client_settings(const Options& options, SettingsProb
                      msg.starts_with(prefix) ? "cannot read " + msg : "cannot read auth file: " + msg};
     }
     return ClientSettings{std::move(*endpoint), std::move(*secret), milliseconds(timeout_ms), *transport,
-                          std::move(*rails)};
+                          std::move(*rails), options.get<bool>("data-mac")};
 }
 
 }  // namespace pfs::client

@@ -20,11 +20,15 @@ struct ClientSettings {
     std::chrono::milliseconds timeout{5000};
     TransportChoice transport = TransportChoice::automatic;
     std::shared_ptr<const rdma::Rails> rails{};
+    // Frame MACs over file data too, on every server's connections (else
+    // metadata servers' MACs leave bulk data out and storage servers'
+    // connections carry none): pfs.ko's data_mac.
+    bool data_mac = false;
 
     ClientConfig client_config() const;
 };
 
-// --auth-file, --mgmtd, --timeout-ms, --transport, --rails.
+// --auth-file, --mgmtd, --timeout-ms, --transport, --rails, --data-mac.
 void add_client_options(Options& options);
 
 enum class SettingsProblem { usage, secret };

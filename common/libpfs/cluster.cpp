@@ -274,16 +274,24 @@ Result<uint32_t> Cluster::root_meta() const {
 
 awaitable<Result<Bytes>> Cluster::call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
                                                uint64_t client_id, const Credentials* as, uint64_t* session_epoch) {
+    auto reply = co_await call_meta(meta_node, type, std::move(payload), client_id, as, session_epoch, {});
+    if (!reply) co_return reply.error();
+    co_return std::move(reply->body);
+}
+
+awaitable<Result<Reply>> Cluster::call_meta(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
+                                            uint64_t client_id, const Credentials* as, uint64_t* session_epoch,
+                                            Bulk bulk) {
     if (!payload) co_return payload.error();
     auto it = std::find_if(meta_info_.begin(), meta_info_.end(),
                            [meta_node](const pfs_node_info& n) { return n.node_id == meta_node; });
     if (it == meta_info_.end())
         co_return Error{PFS_E_UNKNOWN_NODE, "metadata server " + std::to_string(meta_node) + " is not in the map"};
-    auto reply = co_await call_node(meta_node, type, std::move(*payload), client_id, as, {});
+    auto reply = co_await call_node(meta_node, type, std::move(*payload), client_id, as, bulk);
     if (!reply) co_return reply.error();
     if (session_epoch) *session_epoch = reply->session_epoch;
     if (reply->status != PFS_OK) co_return reply_error(*reply);
-    co_return std::move(reply->body);
+    co_return reply;
 }
 
 awaitable<Result<Bytes>> Cluster::call_target_ok(uint32_t target_id, uint16_t type, Result<Bytes> payload) {

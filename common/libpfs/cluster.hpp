@@ -44,6 +44,9 @@ public:
     awaitable<Result<Bytes>> call_meta_ok(uint32_t meta_node, uint16_t type, Result<Bytes> payload,
                                           uint64_t client_id = 0, const Credentials* as = nullptr,
                                           uint64_t* session_epoch = nullptr);
+    // The same with bulk data (where the reply's goes); the whole reply.
+    awaitable<Result<Reply>> call_meta(uint32_t meta_node, uint16_t type, Result<Bytes> payload, uint64_t client_id,
+                                       const Credentials* as, uint64_t* session_epoch, Bulk bulk);
     // The metadata server holding the root directory: the first one registered.
     Result<uint32_t> root_meta() const;
     // Like call_target, a failed reply status becomes an Error.

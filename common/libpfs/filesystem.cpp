@@ -39,8 +39,7 @@ StripeLayout from_wire(const pfs_layout& l) {
     return out;
 }
 
-// An attribute, then (files) a layout, then (an inline file opened for
-// reading) its content.
+// An attribute, then (files) a layout.
 Result<OpenFile> decode_open(const Bytes& body) {
     OpenFile f;
     auto wire = std::make_unique<pfs_layout>();
@@ -50,13 +49,6 @@ Result<OpenFile> decode_open(const Bytes& body) {
         if (pfs_xdr_remaining(x) > 0) {
             has_layout = true;
             pfs_x_layout(x, wire.get());
-        }
-        if (!x->err && pfs_xdr_remaining(x) > 0) {
-            uint32_t n = 0;
-            if (pfs_x_count(x, &n, PFS_INLINE_MAX, 1)) return;
-            auto data = std::make_shared<Bytes>(n);
-            pfs_x_bytes(x, data->data(), n);
-            f.content = std::move(data);
         }
     });
     if (!st) return st.error();
@@ -96,13 +88,32 @@ void FileSystem::invalidate(const pfs_invalidate& notice) {
 
 awaitable<Result<Bytes>> FileSystem::meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
                                           uint64_t* epoch) {
+    auto r = co_await meta_reply(owner, type, std::move(payload), epoch, {});
+    if (!r) co_return r.error();
+    co_return std::move(r->body);
+}
+
+awaitable<Result<Reply>> FileSystem::meta_reply(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
+                                                uint64_t* epoch, Bulk bulk) {
     const uint32_t node = owner.owner_node;
     keeper_.used(node);
     uint64_t sent = keeper_.epoch(node), got = 0;
-    auto r = co_await cluster_.call_meta_ok(node, type, std::move(payload), keeper_.client_id(), &as_, &got);
+    auto r = co_await cluster_.call_meta(node, type, std::move(payload), keeper_.client_id(), &as_, &got, bulk);
     keeper_.seen(node, sent, got);
     if (epoch) *epoch = got;
     co_return r;
+}
+
+awaitable<Result<FileSystem::OpenReply>> FileSystem::open_call(const pfs_entry_id& owner, uint16_t type,
+                                                               Result<Bytes> payload, uint64_t* epoch,
+                                                               bool read_only) {
+    auto data = read_only ? std::make_shared<Bytes>(kOpenContentMax) : nullptr;
+    Bulk bulk;
+    if (data) bulk.into = *data;
+    auto r = co_await meta_reply(owner, type, std::move(payload), epoch, bulk);
+    if (!r) co_return r.error();
+    if (data) data->resize(r->data_len);
+    co_return OpenReply{std::move(r->body), std::move(data)};
 }
 
 awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
@@ -404,18 +415,21 @@ awaitable<Result<StripeLayout>> FileSystem::layout(std::string_view path) {
 
 awaitable<Result<StripeLayout>> FileSystem::layout(const pfs_entry_id& id) {
     uint64_t epoch = 0;
-    auto body = co_await meta(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, O_RDONLY}), &epoch);
-    auto file = opened(std::move(body), epoch, O_RDONLY);
+    auto reply = co_await open_call(id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{id, O_RDONLY}), &epoch, false);
+    auto file = opened(std::move(reply), epoch, O_RDONLY);
     if (!file) co_return file.error();
     auto layout = file->layout;
     (void)co_await close(*file);
     co_return layout;
 }
 
-Result<OpenFile> FileSystem::opened(Result<Bytes> body, uint64_t epoch, int flags) {
-    if (!body) return body.error();
-    auto file = decode_open(*body);
+Result<OpenFile> FileSystem::opened(Result<OpenReply> reply, uint64_t epoch, int flags) {
+    if (!reply) return reply.error();
+    auto file = decode_open(reply->body);
     if (!file) return file.error();
+    // An inline file's content came whole, or not at all.
+    if (reply->data && is_inline_layout(file->layout) && reply->data->size() == file->attr.size)
+        file->content = std::move(reply->data);
     file->open_epoch = epoch;
     file->open_flags = static_cast<uint32_t>(flags & O_ACCMODE);
     // Open on the server now: the session must outlive it.
@@ -427,27 +441,30 @@ Result<OpenFile> FileSystem::opened(Result<Bytes> body, uint64_t epoch, int flag
 // OPEN_NAME looks a regular file up and opens it in one round trip; other
 // types, and files of another metadata server (no layout: not opened), come
 // back only looked up and are opened by id, as are the root, "." and "..".
-awaitable<Result<Bytes>> FileSystem::open_existing(std::string_view path, uint32_t flags, uint64_t* epoch) {
+awaitable<Result<FileSystem::OpenReply>> FileSystem::open_existing(std::string_view path, uint32_t flags,
+                                                                   uint64_t* epoch) {
+    const bool read_only = (flags & O_ACCMODE) == O_RDONLY;
     auto parent = co_await resolve_parent(path);
     if (!parent && parent.error().code != -EINVAL) co_return parent.error();
     if (parent && parent->name != "." && parent->name != "..") {
         pfs_open_name m{parent->dir, {}, flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        auto body = co_await meta(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m), epoch);
-        if (!body) co_return body;
-        auto found = decode_open(*body);
+        auto reply = co_await open_call(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m), epoch, read_only);
+        if (!reply) co_return reply;
+        auto found = decode_open(reply->body);
         if (!found) co_return found.error();
-        if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return body;
-        co_return co_await meta(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}),
-                                epoch);
+        if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return reply;
+        co_return co_await open_call(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}),
+                                     epoch, read_only);
     }
     auto attr = co_await resolve(path);
     if (!attr) co_return attr.error();
-    co_return co_await meta(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, flags}), epoch);
+    co_return co_await open_call(attr->id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{attr->id, flags}), epoch,
+                                 read_only);
 }
 
 awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, uint32_t mode) {
-    Result<Bytes> body = Error{};
+    Result<OpenReply> reply = Error{};
     uint64_t epoch = 0;
     if (flags & O_CREAT) {
         auto parent = co_await resolve_parent(path);
@@ -457,11 +474,11 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
                                       ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
         pfs_create m{parent->dir, {}, mode & 07777, create_flags};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        body = co_await meta(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch);
+        reply = co_await open_call(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch, false);
     } else {
-        body = co_await open_existing(path, static_cast<uint32_t>(flags), &epoch);
+        reply = co_await open_existing(path, static_cast<uint32_t>(flags), &epoch);
     }
-    auto file = opened(std::move(body), epoch, flags);
+    auto file = opened(std::move(reply), epoch, flags);
     if (!file) co_return file.error();
     if ((file->attr.mode & S_IFMT) == S_IFDIR && (flags & O_ACCMODE) != O_RDONLY) {
         (void)co_await close(*file);

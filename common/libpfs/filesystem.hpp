@@ -179,12 +179,26 @@ private:
     // INVALIDATE_ALL: all of them).
     void invalidate(const pfs_invalidate& notice);
     awaitable<Result<Parent>> resolve_parent(std::string_view path);
+    // An open's reply body, and the bulk data a read-only open may bring:
+    // an inline file's content (PFS_FLAG_INLINE_CONTENT).
+    struct OpenReply {
+        Bytes body;
+        std::shared_ptr<Bytes> data;
+    };
+    // Inline files up to this size come with their read-only opens.
+    static constexpr size_t kOpenContentMax = 128u << 10;
     // OPEN_NAME or OPEN of an existing entry: the reply of an open.
-    awaitable<Result<Bytes>> open_existing(std::string_view path, uint32_t flags, uint64_t* epoch);
+    awaitable<Result<OpenReply>> open_existing(std::string_view path, uint32_t flags, uint64_t* epoch);
+    // A request that opens (OPEN, OPEN_NAME, CREATE); read_only: with room
+    // for an inline file's content.
+    awaitable<Result<OpenReply>> open_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
+                                           uint64_t* epoch, bool read_only);
     // A request to owner's metadata server in this client's session; *epoch
     // gets the session epoch its reply carried.
     awaitable<Result<Bytes>> meta(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
                                   uint64_t* epoch = nullptr);
+    awaitable<Result<Reply>> meta_reply(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload,
+                                        uint64_t* epoch, Bulk bulk);
     // Before file's data is used: its open is in the current session (opened
     // again if the session was lost), or -ESTALE when the file is gone.
     awaitable<Status> check(OpenFile& file);
@@ -205,7 +219,7 @@ private:
     awaitable<Status> report_size(OpenFile& file, SizeReport how);
     // An OPEN or CREATE-and-open reply (granted under epoch) as an open
     // file of this client.
-    Result<OpenFile> opened(Result<Bytes> body, uint64_t epoch, int flags);
+    Result<OpenFile> opened(Result<OpenReply> reply, uint64_t epoch, int flags);
     Result<Bytes> lock_req(const OpenFile& file, uint8_t kind, uint8_t type, uint64_t start, uint64_t len) const;
 
     Cluster& cluster_;

@@ -23,8 +23,10 @@
  * 5: pfs_attr carries blocks, the metadata server's st_blocks
  * 6: READDIR_PLUS, entries with their attributes; pfs_attr.xattrs
  * 8: inline files (pfs_pattern.inline_max, PFS_INLINE_TARGET,
- * PFS_FLAG_INLINE_LAYOUTS, PFS_E_MOVED) */
-#define PFS_PROTO_VERSION	8
+ * PFS_FLAG_INLINE_LAYOUTS, PFS_E_MOVED)
+ * 9: frame MACs leave bulk data to PFS_AUTH_DATA_MAC; an open's inline
+ * content is the bulk data of its reply */
+#define PFS_PROTO_VERSION	9
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -92,12 +94,12 @@ enum pfs_flags {
 	 */
 	PFS_FLAG_INLINE_LAYOUTS = 1u << 5,
 	/*
-	 * request (OPEN, OPEN_NAME, CREATE that opens; with INLINE_LAYOUTS):
-	 * the reply to a read-only open of an inline file may end, after
-	 * the layout, with the file's content: a __u32 length, then that
-	 * many bytes, the data from offset 0 (what lies between them and the
-	 * file's size reads as zeros). The file is then read in one round
-	 * trip.
+	 * request (OPEN, OPEN_NAME, CREATE that opens; with INLINE_LAYOUTS
+	 * and a bulk block whose out_len is the most the client takes): the
+	 * reply to a read-only open of an inline file no larger than out_len
+	 * brings the file's content as its bulk data: all of it, as many
+	 * bytes as the file's size in the reply (fewer: no content). The
+	 * file is then read in one round trip.
 	 */
 	PFS_FLAG_INLINE_CONTENT = 1u << 6,
 };
@@ -425,8 +427,16 @@ struct pfs_auth_challenge {
 
 enum pfs_auth_flags {
 	PFS_AUTH_FRAME_MAC = 1u << 0,	/* every later frame carries a MAC */
+	/*
+	 * The MACs cover bulk data too. Without it a frame's MAC leaves out
+	 * the bulk data that ends a frame (a request's data after its body,
+	 * a bulk reply's after its body), as RDMA moves that data outside
+	 * frames: the header (its payload_len), the bulk block and the body
+	 * stay covered. Asking for it asks for PFS_AUTH_FRAME_MAC as well.
+	 */
+	PFS_AUTH_DATA_MAC = 1u << 1,
 };
-#define PFS_AUTH_FLAGS_KNOWN PFS_AUTH_FRAME_MAC
+#define PFS_AUTH_FLAGS_KNOWN (PFS_AUTH_FRAME_MAC | PFS_AUTH_DATA_MAC)
 
 /*
  * The client's answer to the challenge: the role it claims and proves

@@ -155,7 +155,7 @@ static void pfs_auth_tail(u8 *tail, u8 flags)
 
 static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 			const char *peer, struct pfs_auth_state *s,
-			unsigned long deadline, bool want_mac, u8 *session)
+			unsigned long deadline, u8 want, u8 *session)
 {
 	const u8 *key = net->cfg.key;
 	struct kvec head[2];
@@ -173,7 +173,7 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 
 	get_random_bytes(s->response.nonce, sizeof(s->response.nonce));
 	s->response.role = PFS_ROLE_CLIENT;
-	s->response.flags = want_mac ? PFS_AUTH_FRAME_MAC : 0;
+	s->response.flags = want;
 	pfs_auth_tail(tail, s->response.flags);
 	err = pfs_auth_mac(key, PFS_AUTH_MAC_LEN, pfs_client_label,
 			   s->challenge.nonce, PFS_AUTH_NONCE_LEN,
@@ -226,21 +226,23 @@ static int pfs_auth_run(struct pfs_net *net, struct pfs_xprt *x,
 		       peer);
 		return -EACCES;
 	}
-	if (want_mac && !(s->proof.flags & PFS_AUTH_FRAME_MAC)) {
-		pr_err("%s refused frame MACs: refusing it\n", peer);
+	if ((want & s->proof.flags) != want) {
+		pr_err("%s refused frame MACs%s: refusing it\n", peer,
+		       (s->proof.flags & PFS_AUTH_FRAME_MAC) ?
+		       " over file data" : "");
 		return -EACCES;
 	}
 	if (!(s->proof.flags & PFS_AUTH_FRAME_MAC))
-		return 0;
+		return s->proof.flags & PFS_AUTH_DATA_MAC ? -EPROTO : 0;
 	err = pfs_auth_mac(key, PFS_AUTH_MAC_LEN, pfs_session_label,
 			   s->challenge.nonce, PFS_AUTH_NONCE_LEN,
 			   s->response.nonce, PFS_AUTH_NONCE_LEN, NULL, 0,
 			   session);
-	return err ?: 1;
+	return err ?: s->proof.flags;
 }
 
 int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
-		       const char *peer, unsigned long deadline, bool want_mac,
+		       const char *peer, unsigned long deadline, u8 want,
 		       u8 *session)
 {
 	struct pfs_auth_state *s;
@@ -249,7 +251,7 @@ int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
 	s = kzalloc(sizeof(*s), GFP_NOFS);
 	if (!s)
 		return -ENOMEM;
-	err = pfs_auth_run(net, x, peer, s, deadline, want_mac, session);
+	err = pfs_auth_run(net, x, peer, s, deadline, want, session);
 	if (err == -EPROTO)
 		pr_warn("%s: malformed authentication handshake\n", peer);
 	kfree_sensitive(s);

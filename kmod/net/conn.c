@@ -127,9 +127,10 @@ void pfs_conn_kill(struct pfs_conn *c, int err)
 }
 
 /*
- * One frame: head[0] the header, then the rest of head, then data, then
- * (frame MACs on) its tag. The tag is sealed under send_lock: the order
- * of the tags' sequence numbers is the order on the wire.
+ * One frame: head[0] the header, then the rest of head, then data (a bulk
+ * request's), then (frame MACs on) its tag, over data only with data
+ * MACs. The tag is sealed under send_lock: the order of the tags'
+ * sequence numbers is the order on the wire.
  */
 static int pfs_conn_send_locked(struct pfs_conn *c, struct kvec *head,
 				unsigned int nhead, struct iov_iter *data)
@@ -140,7 +141,7 @@ static int pfs_conn_send_locked(struct pfs_conn *c, struct kvec *head,
 
 	if (!c->mac)
 		return c->xprt->ops->send(c->xprt, head, nhead, data, NULL);
-	err = pfs_mac_seal(c->mac, head, nhead, data, tag);
+	err = pfs_mac_seal(c->mac, head, nhead, c->data_mac ? data : NULL, tag);
 	if (err)
 		return err;
 	return c->xprt->ops->send(c->xprt, head, nhead, data, &tail);
@@ -483,7 +484,10 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 					   const char *peer,
 					   enum pfs_conn_kind kind)
 {
-	bool want_mac = kind != PFS_CONN_STORAGE || net->cfg.data_mac;
+	/* Metadata and management frames always carry MACs; data on asking. */
+	u8 want = net->cfg.data_mac ?
+		  PFS_AUTH_FRAME_MAC | PFS_AUTH_DATA_MAC :
+		  kind != PFS_CONN_STORAGE ? PFS_AUTH_FRAME_MAC : 0;
 	u8 session[PFS_AUTH_MAC_LEN];
 	const struct pfs_net_config *cfg = &net->cfg;
 	unsigned long deadline = jiffies +
@@ -521,15 +525,16 @@ static struct pfs_conn *pfs_conn_open_nofs(struct pfs_net *net,
 	c->xprt = x;
 	if (pfs_net_stats(net, ops->name))
 		atomic64_inc(&pfs_net_stats(net, ops->name)->conns);
-	err = pfs_auth_handshake(net, x, c->peer, deadline, want_mac, session);
-	if (err == 1) {
+	err = pfs_auth_handshake(net, x, c->peer, deadline, want, session);
+	if (err > 0 && (err & PFS_AUTH_FRAME_MAC)) {
+		c->data_mac = err & PFS_AUTH_DATA_MAC;
 		c->mac = pfs_mac_create(session);
 		err = IS_ERR(c->mac) ? PTR_ERR(c->mac) : 0;
 		if (err)
 			c->mac = NULL;
 	}
 	memzero_explicit(session, sizeof(session));
-	if (err)
+	if (err < 0)
 		goto fail;
 	err = pfs_conn_register(c);
 	if (err)

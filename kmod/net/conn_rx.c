@@ -54,17 +54,50 @@ static int pfs_conn_rx_tag(struct pfs_conn *c)
 	return err;
 }
 
-static int pfs_conn_discard(struct pfs_conn *c, u32 len)
+/* len bytes dropped; mac: they count in the frame's MAC. */
+static int pfs_conn_drop(struct pfs_conn *c, u32 len, bool mac)
 {
 	int err = 0;
 
 	while (len && !err) {
 		u32 n = min_t(u32, len, PFS_SCRATCH_SIZE);
 
-		err = pfs_conn_recv(c, c->scratch, n);
+		err = mac ? pfs_conn_recv(c, c->scratch, n) :
+		      pfs_xprt_recv_buf(c->xprt, c->scratch, n,
+					pfs_conn_timeo(c));
 		len -= n;
 	}
 	return err;
+}
+
+static int pfs_conn_discard(struct pfs_conn *c, u32 len)
+{
+	return pfs_conn_drop(c, len, true);
+}
+
+/*
+ * The rest of a frame nobody takes, and its MAC. Data that ends a bulk
+ * reply in the frame (the transport has no bulk_placed) is under the MAC
+ * only with data MACs.
+ */
+static int pfs_conn_skip(struct pfs_conn *c, const struct pfs_header *h)
+{
+	u32 rest = h->payload_len, data_len;
+	int err;
+
+	if (!c->mac || c->data_mac || !(h->flags & PFS_FLAG_BULK) ||
+	    c->xprt->ops->bulk_placed)
+		return pfs_conn_discard(c, rest) ?: pfs_conn_rx_tag(c);
+	if (rest < 4)
+		return -EBADMSG;
+	err = pfs_conn_recv(c, c->scratch, 4);
+	if (err)
+		return err;
+	data_len = le32_to_cpup((__le32 *)c->scratch);
+	if (data_len > rest - 4)
+		return -EBADMSG;
+	return pfs_conn_discard(c, rest - 4 - data_len) ?:
+	       pfs_conn_drop(c, data_len, false) ?: pfs_conn_rx_tag(c);
 }
 
 /*
@@ -167,7 +200,7 @@ static int pfs_conn_rx_data(struct pfs_conn *c, struct pfs_rpc *rpc, u32 len)
 	start = *to;
 	err = c->xprt->ops->recv(c->xprt, to, pfs_conn_timeo(c));
 	iov_iter_reexpand(to, iov_iter_count(to) + room - len);
-	if (!err && c->mac)
+	if (!err && c->mac && c->data_mac)
 		err = pfs_mac_rx_update_iter(c->mac, &start, len);
 	if (!err) {
 		rpc->data_len = len;
@@ -215,15 +248,13 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 	int err;
 
 	if (!rpc)			/* its waiter gave up on it */
-		return pfs_conn_discard(c, h->payload_len) ?:
-		       pfs_conn_rx_tag(c);
+		return pfs_conn_skip(c, h);
 	if (h->type != rpc->type || bulk != rpc->bulk ||
 	    h->payload_len < (bulk ? 8 : 4)) {
 		pr_warn_ratelimited("%s: malformed reply to %s\n", c->peer,
 				    pfs_msg_name(rpc->type));
 		pfs_rpc_finish(rpc, -EIO);
-		return pfs_conn_discard(c, h->payload_len) ?:
-		       pfs_conn_rx_tag(c);
+		return pfs_conn_skip(c, h);
 	}
 	err = bulk ? pfs_conn_rx_bulk_count(c, rpc, &rest, &data_len) : 0;
 	if (!err && rest < 4)

@@ -97,6 +97,7 @@ struct pfs_conn {
 	struct list_head link;		/* in net->conns */
 	u8 *scratch;			/* rx thread only */
 	struct pfs_frame_mac *mac;	/* NULL: frames carry no MAC */
+	bool data_mac;			/* the MACs cover bulk data too */
 	unsigned long rx_deadline;	/* rx thread: current frame's end */
 	char peer[PFS_PEER_MAX];
 };
@@ -213,12 +214,13 @@ static inline int pfs_xprt_recv_buf(struct pfs_xprt *x, void *buf, size_t len,
 }
 
 /*
- * auth.c: proves both sides know the client key; -EACCES when they do not.
- * Returns 0, or 1 when frames carry MACs from now on: then session holds
- * their key (PFS_AUTH_MAC_LEN bytes).
+ * auth.c: proves both sides know the client key; -EACCES when they do not
+ * or the server refuses what want (enum pfs_auth_flags) asks. Returns the
+ * flags the connection uses: with PFS_AUTH_FRAME_MAC, frames carry MACs
+ * from now on and session holds their key (PFS_AUTH_MAC_LEN bytes).
  */
 int pfs_auth_handshake(struct pfs_net *net, struct pfs_xprt *x,
-		       const char *peer, unsigned long deadline, bool want_mac,
+		       const char *peer, unsigned long deadline, u8 want,
 		       u8 *session);
 
 /* mac.c: frame MACs under a session key (NULL-safe destroy). */

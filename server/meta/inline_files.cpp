@@ -148,13 +148,17 @@ awaitable<Result<StripeLayout>> InlineFiles::data_layout(const pfs_entry_id& fil
 
 awaitable<std::optional<SharedBytes>> InlineFiles::content(const pfs_entry_id& file, uint64_t size) {
     auto limit = ns_->inline_max(file);
-    if (!limit || *limit == 0) co_return std::nullopt;
+    if (!limit || size > *limit) co_return std::nullopt;
     // Admitted as a read: not while the data moves.
     auto hold = co_await admit({PFS_MSG_CHUNK_READ, file});
     if (!hold) co_return std::nullopt;
-    auto data = co_await store().read(file, 0, static_cast<uint32_t>(std::min<uint64_t>(size, *limit)));
+    auto data = co_await store().read(file, 0, static_cast<uint32_t>(size));
     if (!data) co_return std::nullopt;
-    co_return std::move(*data);
+    if (data->size() == size) co_return std::move(*data);
+    // Nothing was written at the end: zeros, as a read gives.
+    Bytes whole(size);
+    std::copy(data->begin(), data->end(), whole.begin());
+    co_return SharedBytes(std::move(whole));
 }
 
 void InlineFiles::forget(const FreedFile& freed) {

@@ -48,9 +48,8 @@ public:
     // The layout for this server's own chunk requests reaching `end` bytes
     // into the file (0: none): inline while the data stays so.
     awaitable<Result<StripeLayout>> data_layout(const pfs_entry_id& file, uint64_t end);
-    // The data of an inline file of `size` bytes (from offset 0; what lies
-    // past it up to the size reads as zeros); nothing when the file is not
-    // inline.
+    // All `size` bytes of an inline file (zeros where nothing was
+    // written); nothing when the file is not inline.
     awaitable<std::optional<SharedBytes>> content(const pfs_entry_id& file, uint64_t size);
     // A freed file's inline data, deleted (best effort: after a crash in
     // between, the next start sweeps it).

@@ -32,17 +32,6 @@ Result<Reply> attr_and_layout(const Attr& attr, const Result<StripeLayout>& layo
     return Reply::ok(std::move(*b));
 }
 
-// Ends an open reply with an inline file's content (PFS_FLAG_INLINE_CONTENT).
-void append_content(Reply& reply, std::span<const uint8_t> data) {
-    auto head = encode_payload([&](pfs_xdr* x) {
-        auto n = static_cast<uint32_t>(data.size());
-        pfs_x_u32(x, &n);
-    });
-    if (!head) return;
-    reply.body.insert(reply.body.end(), head->begin(), head->end());
-    reply.body.insert(reply.body.end(), data.begin(), data.end());
-}
-
 }  // namespace
 
 Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& cluster, TargetChooser& chooser,
@@ -626,9 +615,13 @@ awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr, int
     if (!layout && S_ISREG(attr.mode)) co_return Reply::from(layout.error());
     auto reply = attr_and_layout(attr, layout);
     if (!reply) co_return Reply::from(reply.error());
-    const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK;
+    // An inline file's content goes as the reply's bulk data, where the
+    // request has room for all of it (PFS_FLAG_INLINE_CONTENT).
+    const auto& bulk = req.frame.bulk;
+    const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK && bulk &&
+                       attr.size <= bulk->out_len;
     if (wants && layout && is_inline_layout(*layout)) {
-        if (auto data = co_await inline_.content(attr.id, attr.size)) append_content(*reply, data->span());
+        if (auto data = co_await inline_.content(attr.id, attr.size)) reply->data = std::move(*data);
     }
     // Not journaled: after a restart nothing is open.
     if (auto st = open_for(req.frame.header.client_id, attr.id); !st) co_return Reply::from(st.error());

@@ -9,7 +9,7 @@ import struct
 
 HEADER = struct.Struct("<IHHIIQIIQQ")
 MAGIC = 0x31534650
-VERSION = 8
+VERSION = 9
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK, FLAG_ZERO_FILL = 1, 2, 4, 8, 16
 BULK_INLINE = 0
 MSG = {"AUTH_CHALLENGE": 1, "AUTH_RESPONSE": 2, "PING": 3, "GET_STATS": 4, "BIND_CLIENT": 5,
@@ -26,6 +26,7 @@ FALLOC_KEEP_SIZE, FALLOC_PUNCH_HOLE, FALLOC_ZERO_RANGE = 0x01, 0x02, 0x10
 SEEK_DATA, SEEK_HOLE = 3, 4
 ROLES = {"client": 1, "admin": 2, "server": 3}
 AUTH_FRAME_MAC = 1
+AUTH_DATA_MAC = 2  # the MACs cover bulk data too
 FRAME_MAC_LEN = 16
 EPERM = 1
 E_PROTO, E_AUTH, E_UNKNOWN_TARGET = 1000, 1001, 1005
@@ -70,6 +71,7 @@ class Conn:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.next_id = 1
         self.session = None  # the session key once frames carry MACs
+        self.data_mac = False  # they cover bulk data too
         self.tx_seq = self.rx_seq = 0
 
     def close(self):
@@ -96,7 +98,11 @@ class Conn:
         payload = self.recv_exact(length)
         if self.session:
             tag = self.recv_exact(FRAME_MAC_LEN)
-            assert hmac.compare_digest(tag, self.frame_mac(b"S", self.rx_seq, raw_header + payload)), "bad frame MAC"
+            covered = len(payload)
+            if flags & FLAG_BULK and flags & FLAG_REPLY and not self.data_mac:
+                covered -= min(struct.unpack_from("<I", payload)[0], len(payload) - 4)
+            assert hmac.compare_digest(tag, self.frame_mac(b"S", self.rx_seq, raw_header + payload[:covered])), \
+                "bad frame MAC"
             self.rx_seq += 1
         if flags & FLAG_BULK and flags & FLAG_REPLY:
             count = struct.unpack_from("<I", payload)[0]
@@ -104,11 +110,14 @@ class Conn:
             payload = payload[4:]
         return msg_type, flags, request_id, payload
 
-    def frame(self, msg_type, payload=b"", request_id=0, flags=0, client_id=0, uid=0, gid=0, tamper=False):
-        """The bytes of one frame as this connection sends it (its MAC too)."""
+    def frame(self, msg_type, payload=b"", request_id=0, flags=0, client_id=0, uid=0, gid=0, tamper=False,
+              data_len=0):
+        """The bytes of one frame as this connection sends it (its MAC too,
+        over all but the data_len bytes of bulk data it ends with unless
+        the MACs cover data)."""
         raw = header(msg_type, len(payload), request_id, flags, uid, gid, client_id) + payload
         if self.session:
-            tag = self.frame_mac(b"C", self.tx_seq, raw)
+            tag = self.frame_mac(b"C", self.tx_seq, raw if self.data_mac else raw[:len(raw) - data_len])
             self.tx_seq += 1
             if tamper:
                 tag = bytes([tag[0] ^ 1]) + tag[1:]
@@ -126,22 +135,24 @@ class Conn:
             payload = payload[:CHUNK_IO.size]
         elif bulk is None and msg_type == MSG["CHUNK_READ"] and len(payload) >= CHUNK_IO.size:
             bulk = (b"", CHUNK_IO.unpack_from(payload)[-1])
+        data_len = 0
         if bulk:
             data, out_len = bulk
             payload = bulk_block(len(data), out_len) + payload + data
             flags |= FLAG_BULK
-        self.sock.sendall(self.frame(msg_type, payload, request_id, flags, client_id, uid, gid))
+            data_len = len(data)
+        self.sock.sendall(self.frame(msg_type, payload, request_id, flags, client_id, uid, gid, data_len=data_len))
         return request_id
 
-    def authenticate(self, secret, role="client", want_mac=False):
+    def authenticate(self, secret, role="client", want_mac=False, want_data_mac=False):
         """Returns the reply status of the handshake (0 = accepted); with
         frame MACs on (asked for, or required by the server) later frames
-        carry them."""
+        carry them; want_data_mac: over bulk data too."""
         key = role_key(secret, role)
         msg_type, _, _, server_nonce = self.read_frame()
         assert msg_type == MSG["AUTH_CHALLENGE"] and len(server_nonce) == 32
         client_nonce = os.urandom(32)
-        flags = AUTH_FRAME_MAC if want_mac else 0
+        flags = (AUTH_FRAME_MAC if want_mac else 0) | (AUTH_FRAME_MAC | AUTH_DATA_MAC if want_data_mac else 0)
         tail = bytes([ROLES[role], flags])
         mac = hmac.new(key, b"pfs-auth-v2 client" + server_nonce + client_nonce + tail, hashlib.sha256).digest()
         self.send(MSG["AUTH_RESPONSE"], client_nonce + mac + tail)
@@ -155,6 +166,7 @@ class Conn:
             assert proof == expect, "server proof does not verify"
             if final & AUTH_FRAME_MAC:
                 self.session = hmac.new(key, b"pfs-session-v2" + server_nonce + client_nonce, hashlib.sha256).digest()
+                self.data_mac = bool(final & AUTH_DATA_MAC)
         return status
 
     def bind(self, token):
@@ -227,8 +239,8 @@ def chunk_seek(target, ino, offset, what, owner=1, generation=0):
     return chunk_ref(target, ino, owner, generation) + struct.pack("<QB", offset, what)
 
 
-def connect_authenticated(port, secret_path, role="client", want_mac=False):
+def connect_authenticated(port, secret_path, role="client", want_mac=False, want_data_mac=False):
     c = Conn(port)
-    status = c.authenticate(read_secret(secret_path), role, want_mac)
+    status = c.authenticate(read_secret(secret_path), role, want_mac, want_data_mac)
     assert status == 0, f"handshake refused with status {status}"
     return c

@@ -238,6 +238,40 @@ class Hostile(LogsOnFailure, unittest.TestCase):
         self.assertEqual(data.call(MSG["PING"])[0], 0)
         data.close()
 
+    def test_macs_cover_file_data_when_asked(self):
+        data = os.urandom(4096)
+        io = pfswire.chunk_io(1, 4244, 0, len(data))
+
+        def write_frame(conn, request_id):
+            return bytearray(conn.frame(MSG["CHUNK_WRITE"], pfswire.bulk_block(len(data), 0) + io + data, request_id,
+                                        pfswire.FLAG_BULK, data_len=len(data)))
+
+        # Asked for, the MACs cover a write's data: one byte of it changed
+        # on the way drops the connection.
+        conn = pfswire.connect_authenticated(self.storage.port, self.client_key, "client", want_data_mac=True)
+        self.assertTrue(conn.data_mac)
+        self.assertEqual(conn.call(MSG["CHUNK_WRITE"], io + data)[0], 0)
+        raw = write_frame(conn, 90)
+        raw[-pfswire.FRAME_MAC_LEN - 1] ^= 1
+        conn.sock.sendall(bytes(raw))
+        with self.assertRaises((ConnectionError, OSError)):
+            conn.read_frame()
+        conn.close()
+        # Frame MACs alone cover what RDMA carries in frames: a write sealed
+        # without its data goes through, one whose body changed does not.
+        conn = pfswire.connect_authenticated(self.storage.port, self.client_key, "client", want_mac=True)
+        self.assertIsNotNone(conn.session)
+        self.assertFalse(conn.data_mac)
+        status, body = conn.call(MSG["CHUNK_WRITE"], io + data)
+        self.assertEqual((status, struct.unpack_from("<I", body)[0]), (0, len(data)))
+        raw = write_frame(conn, 91)
+        raw[pfswire.HEADER.size + len(pfswire.bulk_block(0, 0))] ^= 1  # the chunk's target id
+        conn.sock.sendall(bytes(raw))
+        with self.assertRaises((ConnectionError, OSError)):
+            conn.read_frame()
+        conn.close()
+        wait_for("the MAC failures logged", lambda: self.storage.log_text().count("frame MAC does not verify") >= 2)
+
     def test_idle_handshakes_do_not_lock_anyone_out(self):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 20000), hard))

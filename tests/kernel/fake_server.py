@@ -46,13 +46,13 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 8
+VERSION = 9
 BLOCKS_UNKNOWN = (1 << 64) - 1  # pfs_attr.blocks: the server has no count
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8
 BULK = struct.Struct("<BII")  # an inline bulk block: place, in_len, out_len
 AUTH_CHALLENGE, AUTH_RESPONSE, PING, BIND_CLIENT = 1, 2, 3, 5
-AUTH_FRAME_MAC, FRAME_MAC_LEN = 1, 16
+AUTH_FRAME_MAC, AUTH_DATA_MAC, FRAME_MAC_LEN = 1, 2, 16
 GET_NODES, GET_TARGETS, SUBSCRIBE = 103, 104, 109
 LOOKUP, GETATTR, UNLINK, RMDIR, READDIR = 200, 201, 207, 208, 211
 OPEN, CLOSE, LISTXATTR, STATFS = 212, 213, 216, 218
@@ -149,6 +149,7 @@ class Conn:
         self.sock, self.args, self.store = sock, args, store
         self.reads = []  # CHUNK_READs held back (mode good)
         self.session = None  # frame MACs on: their key
+        self.data_mac = False  # they cover bulk data too
         self.tx_seq = self.rx_seq = 0
 
     def mac(self, direction, seq, raw):
@@ -174,7 +175,10 @@ class Conn:
         p = self.recv_exact(h[4])
         if self.session:
             tag = self.recv_exact(FRAME_MAC_LEN)
-            if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p)):
+            covered = len(p)
+            if h[3] & FLAG_BULK and not self.data_mac:  # the data is not under it
+                covered -= BULK.unpack_from(p)[1]
+            if not hmac.compare_digest(tag, self.mac(b"C", self.rx_seq, raw + p[:covered])):
                 raise EOFError("bad frame MAC")
             self.rx_seq += 1
         return p
@@ -183,24 +187,26 @@ class Conn:
         raw, h = self.read_header()
         return h, self.read_payload(raw, h)
 
-    def sealed(self, raw):
-        """raw (a whole frame) with its MAC when frames carry them."""
+    def sealed(self, raw, data_len=0):
+        """raw (a whole frame ending with data_len bytes of bulk data) with
+        its MAC when frames carry them."""
         if not self.session:
             return raw
-        tag = self.mac(b"S", self.tx_seq, raw)
+        tag = self.mac(b"S", self.tx_seq, raw if self.data_mac else raw[:len(raw) - data_len])
         self.tx_seq += 1
         return raw + tag
 
-    def send(self, type_, flags, rid, payload, magic=MAGIC, length=None):
+    def send(self, type_, flags, rid, payload, magic=MAGIC, length=None, data_len=0):
         length = len(payload) if length is None else length
         self.sock.sendall(self.sealed(HEADER.pack(magic, VERSION, type_, flags, length,
-                                                  rid, 0, 0, 0, 0) + payload))
+                                                  rid, 0, 0, 0, 0) + payload, data_len))
 
     def reply(self, h, payload, data=b"", **kw):
         """A reply of status and body; to a bulk request with its bulk data."""
         if h[3] & FLAG_BULK:
             kw.setdefault("flags", FLAG_REPLY | FLAG_BULK)
             payload = struct.pack("<I", len(data)) + payload + data
+            kw["data_len"] = len(data)
         self.send(h[2], kw.pop("flags", FLAG_REPLY), h[5], payload, **kw)
 
     def handshake(self):
@@ -214,7 +220,7 @@ class Conn:
         if h[2] != AUTH_RESPONSE or not hmac.compare_digest(mac, want):
             self.reply(h, failed(E_AUTH, "authentication refused"))
             return False
-        flags = tail[1] & AUTH_FRAME_MAC
+        flags = tail[1] & (AUTH_FRAME_MAC | AUTH_DATA_MAC)
         proof = hmac.new(key, b"pfs-auth-v2 server" + cn + sn + tail[:1] + bytes([flags]),
                          hashlib.sha256).digest()
         if self.args.mode == "badproof":
@@ -222,6 +228,7 @@ class Conn:
         self.reply(h, ok(proof + bytes([flags])))
         if flags:
             self.session = hmac.new(key, b"pfs-session-v2" + sn + cn, hashlib.sha256).digest()
+            self.data_mac = bool(flags & AUTH_DATA_MAC)
         return True
 
     def serve(self):
@@ -392,7 +399,7 @@ class Conn:
         elif mode == "stall":
             payload = struct.pack("<I", len(data)) + ok() + data
             whole = self.sealed(HEADER.pack(MAGIC, VERSION, h[2], FLAG_REPLY | FLAG_BULK,
-                                            len(payload), h[5], 0, 0, 0, 0) + payload)
+                                            len(payload), h[5], 0, 0, 0, 0) + payload, len(data))
             self.sock.sendall(whole[:len(whole) // 2])
             print("stalled", flush=True)
             threading.Event().wait()  # quiet for ever

@@ -66,7 +66,8 @@ public:
     ~RdmaChannel() override;
 
     const char* transport() const override { return "rdma"; }
-    void set_frame_mac(std::unique_ptr<auth::FrameMac> mac) override { mac_ = std::move(mac); }
+    // Bulk data never travels in frames here: the MACs cover all a frame holds.
+    void set_frame_mac(std::unique_ptr<auth::FrameMac> mac, bool) override { mac_ = std::move(mac); }
     bool frame_macs() const override { return mac_ != nullptr; }
 
     awaitable<Result<pfs_header>> read_header(uint32_t max_payload = PFS_MAX_PAYLOAD) override;

@@ -132,7 +132,7 @@ awaitable<std::shared_ptr<rdma::RdmaChannel>> open_channel(asio::io_context& io,
         std::fprintf(stderr, "pfs-rdma-peer: %s\n", ch.error().message.c_str());
         co_return nullptr;
     }
-    auto auth = co_await client_handshake(*ch, secret, auth::Role::client, false, std::chrono::seconds(10));
+    auto auth = co_await client_handshake(*ch, secret, auth::Role::client, MacWish::if_required, std::chrono::seconds(10));
     if (!auth) {
         std::fprintf(stderr, "pfs-rdma-peer: %s\n", auth.error().message.c_str());
         co_return nullptr;
