@@ -400,13 +400,12 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_open req = { .id = pi->id, .flags = file->f_flags };
-	bool wants = pfs_open_caches(inode->i_sb, file->f_flags) &&
-		     !inode->i_mapping->nrpages;
 	loff_t size = i_size_read(inode);
-	/* Room for the content at the size we know (it may have changed). */
-	struct pfs_open_content content = {
-		.room = size > 0 && size < PFS_OPEN_CONTENT_MAX ? size : 0,
-	};
+	/* Content fits in room at the size we know (it may have changed). */
+	bool wants = pfs_open_caches(inode->i_sb, file->f_flags) &&
+		     !inode->i_mapping->nrpages &&
+		     size < PFS_OPEN_CONTENT_MAX;
+	struct pfs_open_content content = { .room = wants ? (u32)size : 0 };
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;

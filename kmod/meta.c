@@ -141,7 +141,7 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		rpc.reply_data = &to;
 	}
 	rc = pfs_meta_call(sb, owner, &rpc);
-	if (rpc.reply_data)
+	if (rpc.reply_data && !rc)
 		content->len = rpc.data_len;
 	if (epoch)
 		*epoch = rpc.session_epoch;
@@ -161,11 +161,11 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 		pr_warn_ratelimited("malformed %s reply\n", pfs_msg_name(type));
 	else
 		rc = pfs_attr_check(type, attr);
-	if (rc && content)
-		pfs_open_content_free(content);
 	if (made)
 		*made = created.made;
 out:
+	if (rc && content)
+		pfs_open_content_free(content);
 	pfs_rpc_release(&rpc);
 	return rc;
 }

@@ -127,28 +127,31 @@ void pfs_conn_kill(struct pfs_conn *c, int err)
 }
 
 /*
- * One frame: head[0] the header, then the rest of head, then data (a bulk
- * request's), then (frame MACs on) its tag, over data only with data
- * MACs. The tag is sealed under send_lock: the order of the tags'
- * sequence numbers is the order on the wire.
+ * One frame: head[0] the header, then the rest of head, then data, then
+ * (frame MACs on) its tag. The tag covers data unless it is a bulk
+ * frame's bulk data (bulk) and the MACs leave that out. It is sealed
+ * under send_lock: the order of the tags' sequence numbers is the order
+ * on the wire.
  */
 static int pfs_conn_send_locked(struct pfs_conn *c, struct kvec *head,
-				unsigned int nhead, struct iov_iter *data)
+				unsigned int nhead, struct iov_iter *data,
+				bool bulk)
 {
 	u8 tag[PFS_FRAME_MAC_LEN];
 	struct kvec tail = { .iov_base = tag, .iov_len = sizeof(tag) };
+	bool covered = !bulk || c->data_mac;
 	int err;
 
 	if (!c->mac)
 		return c->xprt->ops->send(c->xprt, head, nhead, data, NULL);
-	err = pfs_mac_seal(c->mac, head, nhead, c->data_mac ? data : NULL, tag);
+	err = pfs_mac_seal(c->mac, head, nhead, covered ? data : NULL, tag);
 	if (err)
 		return err;
 	return c->xprt->ops->send(c->xprt, head, nhead, data, &tail);
 }
 
 static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
-			 unsigned int nhead, struct iov_iter *data)
+			 unsigned int nhead, struct iov_iter *data, bool bulk)
 {
 	int err;
 
@@ -157,7 +160,7 @@ static int pfs_conn_send(struct pfs_conn *c, struct kvec *head,
 	if (pfs_conn_dead(c))
 		err = -ENOTCONN;
 	else
-		err = pfs_conn_send_locked(c, head, nhead, data);
+		err = pfs_conn_send_locked(c, head, nhead, data, bulk);
 	mutex_unlock(&c->send_lock);
 	return err;
 }
@@ -325,7 +328,8 @@ int pfs_conn_start(struct pfs_conn *c, struct pfs_rpc *rpc)
 	if (rpc->req_len)
 		head[nhead++] = (struct kvec){ .iov_base = (void *)rpc->req,
 					       .iov_len = rpc->req_len };
-	err = pfs_conn_send(c, head, nhead, inline_data ? rpc->req_data : NULL);
+	err = pfs_conn_send(c, head, nhead, inline_data ? rpc->req_data : NULL,
+			    nbulk);
 	kfree(bulk);
 	if (!err) {
 		struct pfs_xprt_stats *st = pfs_net_stats(c->net,
