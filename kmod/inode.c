@@ -223,17 +223,17 @@ void pfs_inode_take_content(struct inode *inode, const struct pfs_attr *attr,
 		goto out;
 	/* The last page's bytes past the end read as zeros. */
 	if (offset_in_page(c->len))
-		zero_user_segment(c->pages[(c->len - 1) >> PAGE_SHIFT],
+		zero_user_segment(c->bvec[(c->len - 1) >> PAGE_SHIFT].bv_page,
 				  offset_in_page(c->len), PAGE_SIZE);
 	end = DIV_ROUND_UP(c->len, PAGE_SIZE);
 	for (index = 0; index < end; index++) {
-		struct folio *folio = page_folio(c->pages[index]);
+		struct folio *folio = page_folio(c->bvec[index].bv_page);
 
 		/* A reader of ours got there first: its folio stays. */
 		if (filemap_add_folio(mapping, folio, index, gfp))
 			continue;
 		/* The page cache's now. */
-		c->pages[index] = NULL;
+		c->bvec[index].bv_page = NULL;
 		folio_mark_uptodate(folio);
 		folio_unlock(folio);
 		folio_put(folio);

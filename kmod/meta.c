@@ -76,12 +76,10 @@ void pfs_open_content_free(struct pfs_open_content *c)
 {
 	u32 i;
 
-	for (i = 0; c->pages && i < c->npages; i++)
-		if (c->pages[i])
-			put_page(c->pages[i]);
-	kfree(c->pages);
+	for (i = 0; i < c->npages; i++)
+		if (c->bvec[i].bv_page)
+			put_page(c->bvec[i].bv_page);
 	kfree(c->bvec);
-	c->pages = NULL;
 	c->bvec = NULL;
 	c->npages = 0;
 	c->len = 0;
@@ -99,16 +97,16 @@ static bool pfs_open_content_pages(struct pfs_open_content *c,
 
 	c->npages = 0;
 	c->len = 0;
-	c->pages = kcalloc(n, sizeof(*c->pages), GFP_KERNEL);
 	c->bvec = kcalloc(n, sizeof(*c->bvec), GFP_KERNEL);
-	if (!c->pages || !c->bvec)
-		goto fail;
+	if (!c->bvec)
+		return false;
 	for (i = 0; i < n; i++) {
-		c->pages[i] = alloc_page(GFP_KERNEL | __GFP_NOWARN);
-		if (!c->pages[i])
+		struct page *page = alloc_page(GFP_KERNEL | __GFP_NOWARN);
+
+		if (!page)
 			goto fail;
+		bvec_set_page(&c->bvec[i], page, PAGE_SIZE, 0);
 		c->npages++;
-		bvec_set_page(&c->bvec[i], c->pages[i], PAGE_SIZE, 0);
 	}
 	iov_iter_bvec(to, ITER_DEST, c->bvec, n, (size_t)n * PAGE_SIZE);
 	return true;

@@ -359,8 +359,7 @@ struct pfs_open_content {
 	u32 room;
 	u32 npages;
 	u32 len;
-	struct page **pages;	/* a slot is NULL once the page is taken */
-	struct bio_vec *bvec;
+	struct bio_vec *bvec;	/* bv_page NULL: taken into the cache */
 };
 
 /* meta.c: the pages of c not taken into the page cache, freed. */
