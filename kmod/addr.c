@@ -382,10 +382,36 @@ struct pfs_wb {
 	unsigned int ninflight;
 	struct list_head spare;		/* finished batches, for reuse */
 	int again;			/* transient error: redirtied */
-	bool moved;			/* the inline data moved: redirtied */
 	bool lost;			/* a permanent one: folios dropped */
 	bool stored;			/* a batch was stored */
 };
+
+/*
+ * An inline file's data moved to the storage targets (PFS_E_MOVED): the
+ * batch follows it at once, cut as the new layout wants, its folios still
+ * under writeback. Left dirty for a later pass instead, they would look
+ * stored to an fsync that found them under writeback when it began: it
+ * waits for the writeback to end, not for the data.
+ */
+static int pfs_wb_follow(struct pfs_wb *wb, struct pfs_wb_batch *b)
+{
+	const struct pfs_layout *lo = pfs_layout_of(wb->inode);
+	struct iov_iter it;
+	ssize_t n;
+
+	if (lo && pfs_layout_inline(lo)) {
+		int rc = pfs_inode_relayout(wb->inode);
+
+		if (rc)
+			return rc;
+	}
+	iov_iter_bvec(&it, ITER_SOURCE, b->bvec, b->nr, b->len);
+	n = pfs_stripe_batch(wb->inode, PFS_MSG_CHUNK_WRITE, b->pos, &it,
+			     b->len, NULL);
+	if (n == b->len)
+		return 0;
+	return n < 0 ? n : -EIO;
+}
 
 static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
 {
@@ -393,11 +419,10 @@ static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
 	unsigned int i;
 	int err = 0;
 
+	if (rc == -EREMCHG)
+		rc = pfs_wb_follow(wb, b);
 	if (!rc) {
 		wb->stored = true;
-	} else if (rc == -EREMCHG) {
-		/* Written again at once, where the layout now says. */
-		wb->moved = true;
 	} else {
 		err = pfs_wb_verdict(inode, rc);
 		if (err) {
@@ -543,7 +568,6 @@ static int pfs_writepages_pass(struct pfs_wb *wb)
 	wb->cur = NULL;
 	wb->ninflight = 0;
 	wb->again = 0;
-	wb->moved = false;
 	wb->lost = false;
 	wb->stored = false;
 	INIT_LIST_HEAD(&wb->inflight);
@@ -569,36 +593,22 @@ static int pfs_writepages(struct address_space *mapping,
 {
 	struct pfs_wb wb = { .inode = mapping->host, .wbc = wbc };
 	unsigned int delay_ms = PFS_WB_BACKOFF_MIN_MS;
-	bool moved = false;
 	u32 unit;
 	int rc;
 
-	wb.lo = pfs_layout_of(wb.inode);
-	if (!wb.lo)
-		return -EIO;
-	unit = wb.lo->count > 1 ? min(wb.lo->chunk_size, PFS_MAX_IO) :
-				  PFS_MAX_IO;
-	wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
-
 	for (;;) {
-		rc = pfs_writepages_pass(&wb);
-		if (!rc && wb.moved && moved) {
-			/* Moved again: the server contradicts itself. */
-			mapping_set_error(mapping, -EIO);
+		/*
+		 * One layout for a whole pass, also after an inline file's
+		 * data moves (pfs_wb_follow): batches gathered for one layout
+		 * must not be sent by another's chunk boundaries.
+		 */
+		wb.lo = pfs_layout_of(wb.inode);
+		if (!wb.lo)
 			return -EIO;
-		}
-		if (!rc && wb.moved && !moved) {
-			/* An inline file's data moved: follow it, once. */
-			moved = true;
-			rc = pfs_inode_relayout(wb.inode);
-			wb.lo = rc ? NULL : pfs_layout_of(wb.inode);
-			if (!wb.lo)
-				return rc ?: -EIO;
-			unit = wb.lo->count > 1 ?
-			       min(wb.lo->chunk_size, PFS_MAX_IO) : PFS_MAX_IO;
-			wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
-			continue;
-		}
+		unit = wb.lo->count > 1 ? min(wb.lo->chunk_size, PFS_MAX_IO) :
+					  PFS_MAX_IO;
+		wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
+		rc = pfs_writepages_pass(&wb);
 		/* Background writeback: the flusher's next round retries. */
 		if (rc || !wb.again || wbc->sync_mode != WB_SYNC_ALL)
 			return rc;

@@ -21,6 +21,7 @@
 #include <linux/uio.h>
 
 #include "pfs.h"
+#include "stripe.h"
 
 static struct pfs_file_info *pfs_fi(const struct file *file)
 {
@@ -122,10 +123,21 @@ void pfs_file_mark_written(struct file *file)
 /* lazy: for close(2), which promises no durability (pfs_send_size). */
 static int pfs_file_report(struct file *file, bool lazy)
 {
+	struct inode *inode = file_inode(file);
+	const struct pfs_layout *lo = pfs_layout_of(inode);
 	unsigned long *flags = &pfs_fi(file)->flags;
 	bool written = test_and_clear_bit(PFS_FILE_WRITTEN, flags);
+	int rc;
+
+	/*
+	 * Inline still, so every write went to the inline store (a file never
+	 * moves back), which recorded its size and mtime (stripe.c,
+	 * pfs_chunk_write_done): only a size grown otherwise is left to tell.
+	 */
+	if (lo && pfs_layout_inline(lo))
+		written = false;
 	/* As the opener: the resent report is not the flusher's. */
-	int rc = pfs_send_size(file_inode(file), written, lazy, file->f_cred);
+	rc = pfs_send_size(inode, written, lazy, file->f_cred);
 
 	if (rc && written)
 		set_bit(PFS_FILE_WRITTEN, flags);

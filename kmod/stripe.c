@@ -182,24 +182,36 @@ static int pfs_chunk_read_done(struct pfs_chunk_req *r)
 
 static int pfs_chunk_write_done(struct pfs_chunk_req *r)
 {
-	struct pfs_chunk_written w;
+	bool inl = r->target_id == PFS_INLINE_TARGET;
+	struct pfs_inline_written iw;
+	struct pfs_chunk_written *w = &iw.written;
+	int rc;
 
-	if (pfs_decode(pfs_x_chunk_written, &w, r->rpc.reply,
-		       r->rpc.reply_len))
+	if (inl)
+		rc = pfs_decode(pfs_x_inline_written, &iw, r->rpc.reply,
+				r->rpc.reply_len);
+	else
+		rc = pfs_decode(pfs_x_chunk_written, w, r->rpc.reply,
+				r->rpc.reply_len);
+	if (rc)
 		return -EIO;
-	if (w.length != r->len) {
+	if (w->length != r->len) {
 		pr_warn_ratelimited("storage target wrote %u of %u bytes\n",
-				    w.length, r->len);
+				    w->length, r->len);
 		return -EIO;
 	}
 	/*
-	 * Not the inline store's: what it acknowledged is synced to the
+	 * The inline store recorded the size and mtime (no size report is
+	 * owed for it: pfs_file_report) and sent the attributes they made.
+	 * Its verifier is not kept: what it acknowledged is synced to the
 	 * storage targets when the data moves there, and only then is the
 	 * layout's verifier table replaced.
 	 */
-	if (r->target_id != PFS_INLINE_TARGET)
+	if (inl)
+		pfs_inode_update(r->inode, &iw.attr);
+	else
 		pfs_verfs_seen(PFS_I(r->inode)->verfs, r->target_index,
-			       w.verifier);
+			       w->verifier);
 	return 0;
 }
 

@@ -563,12 +563,19 @@ awaitable<Result<pfs_attr>> FileSystem::attr(OpenFile& file) {
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
     if (auto checked = co_await check(file); !checked) co_return checked;
+    bool recorded = false;
     auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
+        recorded = is_inline_layout(layout);
         return io_.write(layout, file.attr.id, offset, data, &file.verifiers);
     });
     if (!st) co_return st;
     file.written_end = std::max<uint64_t>(file.written_end, offset + data.size());
-    file.unreported = true;
+    // The inline store recorded the size and mtime with the data: no
+    // report owed for it (a file never moves back inline).
+    if (recorded)
+        file.attr.size = std::max<uint64_t>(file.attr.size, file.written_end);
+    else
+        file.unreported = true;
     co_return ok_status();
 }
 

@@ -13,6 +13,12 @@ Result<Bytes> chunk_io_payload(const pfs_entry_id& file, uint32_t target, uint64
     return encode(pfs_x_chunk_io, pfs_chunk_io{chunk_ref(file, target), offset, length});
 }
 
+Result<pfs_chunk_written> decode_written_inline(std::span<const uint8_t> body) {
+    auto got = decode(body, pfs_x_inline_written);
+    if (!got) return got.error();
+    return got->written;
+}
+
 Status first_error(const std::vector<Result<Unit>>& results) {
     for (const auto& r : results)
         if (!r) return r.error();
@@ -49,7 +55,10 @@ awaitable<Status> StripedIo::write(const StripeLayout& layout, const pfs_entry_i
                                                        std::move(*head), Bulk{piece, {}});
             if (!reply) co_return reply.error();
             if (reply->status != PFS_OK) co_return reply_error(*reply);
-            auto written = decode(reply->body, pfs_x_chunk_written);
+            // The inline store adds the attributes the write made.
+            auto written = layout.targets[p.target_index] == PFS_INLINE_TARGET
+                               ? decode_written_inline(reply->body)
+                               : decode(reply->body, pfs_x_chunk_written);
             if (!written) co_return written.error();
             if (written->length != p.length) co_return Error{-EIO, "short write on a storage target"};
             if (verifiers) verifiers->seen(layout.targets[p.target_index], written->verifier);

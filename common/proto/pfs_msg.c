@@ -861,6 +861,12 @@ int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m)
 	return pfs_x_u64(x, &m->verifier);
 }
 
+int pfs_x_inline_written(struct pfs_xdr *x, struct pfs_inline_written *m)
+{
+	pfs_x_chunk_written(x, &m->written);
+	return pfs_x_attr(x, &m->attr);
+}
+
 int pfs_x_chunk_synced(struct pfs_xdr *x, struct pfs_chunk_synced *m)
 {
 	return pfs_x_u64(x, &m->verifier);

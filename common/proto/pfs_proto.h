@@ -25,8 +25,10 @@
  * 8: inline files (pfs_pattern.inline_max, PFS_INLINE_TARGET,
  * PFS_FLAG_INLINE_LAYOUTS, PFS_E_MOVED)
  * 9: frame MACs leave bulk data to PFS_AUTH_DATA_MAC; an open's inline
- * content is the bulk data of its reply */
-#define PFS_PROTO_VERSION	9
+ * content is the bulk data of its reply
+ * 10: the inline store records a write's size and mtime and answers with
+ * the file's attributes (struct pfs_inline_written) */
+#define PFS_PROTO_VERSION	10
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -1180,6 +1182,19 @@ struct pfs_chunk_written {
 	__u64 verifier;
 };
 
+/*
+ * A CHUNK_WRITE's reply from an inline store (PFS_INLINE_TARGET): the file's
+ * metadata server records the size the write reaches and mtime and ctime
+ * now along with the data (journaled lazily, durable by the next
+ * CHUNK_SYNC of the file), so the writer owes it no size report; attr is
+ * the file's attributes after that. A CHUNK_COPY into an inline file
+ * records the same and answers a plain pfs_chunk_written.
+ */
+struct pfs_inline_written {
+	struct pfs_chunk_written written;
+	struct pfs_attr attr;
+};
+
 /* CHUNK_SYNC's reply. */
 struct pfs_chunk_synced {
 	__u64 verifier;
@@ -1367,6 +1382,7 @@ int pfs_x_chunk_io(struct pfs_xdr *x, struct pfs_chunk_io *m);
 int pfs_x_chunk_truncate(struct pfs_xdr *x, struct pfs_chunk_truncate *m);
 int pfs_x_chunk_stat(struct pfs_xdr *x, struct pfs_chunk_stat *m);
 int pfs_x_chunk_written(struct pfs_xdr *x, struct pfs_chunk_written *m);
+int pfs_x_inline_written(struct pfs_xdr *x, struct pfs_inline_written *m);
 int pfs_x_chunk_synced(struct pfs_xdr *x, struct pfs_chunk_synced *m);
 int pfs_x_chunk_list(struct pfs_xdr *x, struct pfs_chunk_list *m);
 int pfs_x_close_many(struct pfs_xdr *x, struct pfs_close_many *m);

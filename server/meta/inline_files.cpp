@@ -4,7 +4,7 @@
 
 namespace pfs::meta {
 
-Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server) {
+Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Error{-ec.value(), "cannot make the inline store " + dir.string() + ": " + ec.message()};
@@ -15,6 +15,7 @@ Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server) {
     if (!service) return service.error();
     service_ = std::move(*service);
     service_->set_guard([this](const ChunkAccess& access) { return admit(access); });
+    service_->set_recorder(std::move(recorder));
     service_->install(server);
     return ok_status();
 }
@@ -32,6 +33,10 @@ ChunkStore& InlineFiles::store() const { return *service_->store(PFS_INLINE_TARG
 
 awaitable<Result<ChunkHold>> InlineFiles::admit(const ChunkAccess& access) {
     if (!ns_) co_return Error{-EAGAIN, "the namespace is not loaded yet"};
+    // The sizes and mtimes the file's writes recorded go to disk with it.
+    if (access.type == PFS_MSG_CHUNK_SYNC) {
+        if (auto st = co_await durable_(); !st) co_return st.error();
+    }
     const EntryKey key = EntryKey::of(access.file);
     for (;;) {
         auto limit = ns_->inline_max(access.file);

@@ -35,8 +35,9 @@ public:
 
     InlineFiles(asio::any_io_executor ex, client::StripedIo& files) : ex_(std::move(ex)), files_(files) {}
 
-    // The store under dir (made if missing) and its chunk handlers on server.
-    Status open(const std::filesystem::path& dir, RpcServer& server);
+    // The store under dir (made if missing) and its chunk handlers on
+    // server; recorder is told of each write and copy into a file.
+    Status open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder);
     void attach(Namespace& ns, Durable durable);
     // SIGTERM: the store's data to disk, its write verifier kept.
     awaitable<void> stop_cleanly();

@@ -56,6 +56,13 @@ struct StripePattern {
     friend bool operator==(const StripePattern&, const StripePattern&) = default;
 };
 
+// A new file system's root keeps files up to this size inline (and so do
+// the directories made under it, which inherit its pattern): reading a
+// 100 KiB file is then one round trip to the metadata server, writing one
+// skips the storage targets (README, "Inline small files").
+inline constexpr uint32_t kDefaultInlineMax = 128u << 10;
+inline StripePattern default_root_pattern() { return StripePattern{.inline_max = kDefaultInlineMax}; }
+
 // A file's stripe layout: fixed at create, the targets in stripe order.
 using StripeLayout = pfs::StripeLayout;
 using pfs::inline_layout;

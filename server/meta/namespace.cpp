@@ -50,7 +50,7 @@ Namespace::Namespace(uint32_t owner_node, Timespec now) : owner_(owner_node) {
                      .mtime = now,
                      .ctime = now,
                      .btime = now};
-    root.body = DirBody{};
+    root.body = DirBody{.pattern = default_root_pattern()};
     count(root, +1);
     inodes_.emplace(kRootIno, std::move(root));
 }

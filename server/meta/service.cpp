@@ -166,8 +166,12 @@ awaitable<Reply> Service::finish(Result<Reply> reply, std::vector<FreedFile> fre
 
 Reply Service::finish_lazily(Result<Reply> reply) {
     if (!reply) return Reply::from(reply.error());
-    asio::co_spawn(ex_, [durable = durable_]() -> awaitable<void> { co_await durable(); }, asio::detached);
+    durable_later();
     return std::move(*reply);
+}
+
+void Service::durable_later() {
+    asio::co_spawn(ex_, [durable = durable_]() -> awaitable<void> { co_await durable(); }, asio::detached);
 }
 
 awaitable<Reply> Service::added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr) {

@@ -49,7 +49,7 @@ public:
     void fail_stop(const Error& why) { stopped_ = why; }
     void install();
     // The store of inline files' data under dir, and its chunk handlers.
-    Status open_inline(const std::filesystem::path& dir) { return inline_.open(dir, server_); }
+    Status open_inline(const std::filesystem::path& dir);
     // SIGTERM: chunk deletions still queued go out, inline data to disk.
     awaitable<void> stop_cleanly();
     // Frees the files a crash left unlinked but not yet removed.
@@ -193,6 +193,10 @@ private:
     // flushes whatever is submitted); a failure to write it stops the
     // server as for any other.
     Reply finish_lazily(Result<Reply> reply);
+    // The journal written out, without waiting for it.
+    void durable_later();
+    // InlineFiles's recorder (ChunkRecorder).
+    Result<pfs_attr> inline_written(const Request& req, const pfs_entry_id& file, uint64_t end);
     // A name added to dir (mkdir, symlink, link): others are told, the
     // requester watches the entry.
     awaitable<Reply> added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr);

@@ -35,6 +35,30 @@ awaitable<Reply> Service::on_fallocate(Request& req) {
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
+Status Service::open_inline(const std::filesystem::path& dir) {
+    return inline_.open(dir, server_, [this](const Request& req, const pfs_entry_id& file, uint64_t end) {
+        return inline_written(req, file, end);
+    });
+}
+
+// The inline store took a write or copy into file: what a size report
+// would tell, recorded now, so the writer sends none (journaled lazily:
+// close(2) promises no durability, and the file's CHUNK_SYNC waits for
+// the journal).
+Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id& file, uint64_t end) {
+    auto current = ns_->getattr(file);
+    if (!current) return current.error();
+    const Timespec stamp = now();
+    AttrChanges changes;
+    changes.mtime = stamp;
+    if (end > current->size) changes.size = end;
+    auto out = ns_->setattr(file, changes, stamp);
+    if (!out) return out.error();
+    changed(req, std::span<const pfs_entry_id>(&file, 1));
+    durable_later();
+    return to_wire(out->attr);
+}
+
 awaitable<void> Service::stop_cleanly() {
     co_await reaper_.flush();
     co_await inline_.stop_cleanly();

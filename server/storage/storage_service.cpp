@@ -170,7 +170,11 @@ awaitable<Reply> StorageService::write(Request& req) {
     auto done = co_await target->store->write(w->io.chunk.file, w->io.offset, w->data);
     if (!done) co_return failed(*target, done.error());
     target->room_again();
-    co_return encoded(pfs_x_chunk_written, pfs_chunk_written{static_cast<uint32_t>(*done), target->store->verifier()});
+    const pfs_chunk_written written{static_cast<uint32_t>(*done), target->store->verifier()};
+    if (!recorder_) co_return encoded(pfs_x_chunk_written, written);
+    auto attr = recorder_(req, w->io.chunk.file, w->io.offset + *done);
+    if (!attr) co_return Reply::from(attr.error());
+    co_return encoded(pfs_x_inline_written, pfs_inline_written{written, *attr});
 }
 
 awaitable<Reply> StorageService::read(Request& req) {
@@ -301,6 +305,9 @@ awaitable<Reply> StorageService::copy(Request& req) {
         asio::use_awaitable);
     if (!*copied) co_return failed(*target, copied->error());
     target->room_again();
+    if (recorder_) {
+        if (auto attr = recorder_(req, c.dst, c.dst_offset + c.length); !attr) co_return Reply::from(attr.error());
+    }
     co_return encoded(pfs_x_chunk_written, pfs_chunk_written{c.length, target->store->verifier()});
 }
 

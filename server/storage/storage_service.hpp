@@ -44,6 +44,11 @@ struct ChunkAccess {
 // refuses it with the error its reply carries.
 using ChunkHold = std::shared_ptr<void>;
 using ChunkGuard = std::function<awaitable<Result<ChunkHold>>(const ChunkAccess&)>;
+// Called once a write or copy into a file's chunk is in the store, before
+// the reply: pfs-meta's inline store records the size it reaches and the
+// file's mtime there and gives the file's attributes, which a CHUNK_WRITE's
+// reply then carries (pfs_inline_written). A failure is the request's.
+using ChunkRecorder = std::function<Result<pfs_attr>(const Request&, const pfs_entry_id& file, uint64_t end)>;
 
 class StorageService : public std::enable_shared_from_this<StorageService> {
 public:
@@ -60,6 +65,9 @@ public:
     // Every request for a file's chunk (not UNLINK_MANY and LIST: the
     // servers' and fsck's) asks guard first. Before install.
     void set_guard(ChunkGuard guard) { guard_ = std::move(guard); }
+    // Every CHUNK_WRITE and CHUNK_COPY that succeeds tells recorder. Before
+    // install.
+    void set_recorder(ChunkRecorder recorder) { recorder_ = std::move(recorder); }
     // The store of the target with this id, or null.
     ChunkStore* store(uint32_t target_id);
     // Takes the targets' ids as they are now (main loop; the handlers on
@@ -100,6 +108,7 @@ private:
     // CHUNK_COPY's copy_file_range.
     std::unique_ptr<asio::thread_pool> lister_;
     ChunkGuard guard_;
+    ChunkRecorder recorder_;
 };
 
 }  // namespace pfs

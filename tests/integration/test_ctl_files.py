@@ -129,13 +129,25 @@ class CtlFiles(unittest.TestCase):
     def test_pattern_and_layout(self):
         pools = self.json("pool", "list")["pools"]
         default = pools[0]
+        # A new file system keeps files up to 128 KiB inline; directories
+        # inherit that.
+        self.assertEqual(self.json("entry", "info", "/")["pattern"]["inline_max"], 128 << 10)
         self.ctl("mkdir", "/striped")
         out = self.json("entry", "set", "--chunk-size", "1M", "--num-targets", "2", "/striped")
         self.assertEqual(out["pattern"]["chunk_size"], MIB)
         info = self.json("entry", "info", "/striped")
         self.assertEqual(info["type"], "directory")
         self.assertEqual(info["pattern"], {"chunk_size": MIB, "num_targets": 2, "pool_id": default["pool_id"],
-                                           "pool_name": default["name"], "inline_max": 0})
+                                           "pool_name": default["name"], "inline_max": 128 << 10})
+        # Files on the targets however small: the opt-out.
+        self.ctl("entry", "set", "--inline-max", "0", "/striped")
+        self.assertEqual(self.json("entry", "info", "/striped")["pattern"]["inline_max"], 0)
+        self.ctl("cp", self.local_file("tiny.bin", 100), "pfs:/striped/tiny")
+        self.assertNotIn("inline", self.json("entry", "info", "/striped/tiny")["layout"])
+        # A chunk size below the inline max brings the inline max down.
+        self.ctl("mkdir", "/fine")
+        out = self.json("entry", "set", "--chunk-size", "64K", "/fine")
+        self.assertEqual((out["pattern"]["chunk_size"], out["pattern"]["inline_max"]), (64 << 10, 64 << 10))
         # Any subset; the pool by name.
         self.ctl("entry", "set", "--pool", default["name"], "/striped")
         self.assertEqual(self.json("entry", "info", "/striped")["pattern"]["chunk_size"], MIB)

@@ -49,10 +49,11 @@ load_module
 mark=$(dmesg_mark)
 mount_pfs "$MNT"
 mkdir "$MNT/dp" "$MNT/dp1" "$REF"
-# Small chunks over all 4 targets: chunk and stripe boundaries come early.
-pfs_ctl entry set --chunk-size 64K --num-targets 4 /dp
+# Small chunks over all 4 targets: chunk and stripe boundaries come early
+# (no file inline: the targets' data path is under test).
+pfs_ctl entry set --chunk-size 64K --num-targets 4 --inline-max 0 /dp
 # One target: the chunk file is the file, only PFS_MAX_IO cuts requests.
-pfs_ctl entry set --chunk-size 64K --num-targets 1 /dp1
+pfs_ctl entry set --chunk-size 64K --num-targets 1 --inline-max 0 /dp1
 
 step "sizes around page, chunk, stripe and request boundaries"
 stripe=$((4 * CHUNK))

@@ -38,7 +38,7 @@ expect_failure() {
 step "cluster, and a directory striped over all 4 targets in 64 KiB chunks"
 start_cluster 2 2
 pfs_ctl mkdir /d
-pfs_ctl entry set --num-targets 4 --chunk-size 64K /d
+pfs_ctl entry set --num-targets 4 --chunk-size 64K --inline-max 0 /d
 load_module
 mark=$(dmesg_mark)
 mount_pfs $MNT "timeout=$TIMEOUT_MS"
@@ -95,7 +95,7 @@ stopped_port=$((8003 + 10 * (${stopped#storage} - 1)))
 # more than the socket buffers of the connections to it hold (no O_TRUNC:
 # pfs-meta would wait for the stopped server to cut the chunk).
 pfs_ctl mkdir /big
-pfs_ctl entry set --num-targets 1 --chunk-size 8M /big
+pfs_ctl entry set --num-targets 1 --chunk-size 8M --inline-max 0 /big
 big=
 for i in 1 2 3 4 5 6 7 8; do
 	: > $MNT/big/f$i

@@ -8,7 +8,8 @@
 # moves to the storage targets, and another mount that holds it open with
 # its old inline layout reads the new data (PFS_E_MOVED: pfs.ko fetches the
 # layout again); a read-only open brings the whole content of an inline
-# file into the page cache (reading it then sends no request); pfs-fsx
+# file into the page cache (reading it then sends no request); a write's
+# size reaches pfs-meta with the data, before the writer closes; pfs-fsx
 # runs on an inline file from two mounts (reads, writes, mmap, O_DIRECT,
 # truncates, fallocate, copy_file_range across the move). No oops, no
 # warning.
@@ -53,6 +54,17 @@ for i in $(seq 1 40); do
 	cmp $src/f$i $M1/in/f$i || fail "f$i differs on $M1"
 	cmp $src/f$i $M2/in/f$i || fail "f$i differs on $M2"
 done
+
+step "a write takes its size to pfs-meta: the other mount sees it before the writer closes"
+# The inline store records each write's size and mtime (no size report
+# owed at close); sync writes the pages back without closing.
+exec 4> $M1/in/w
+head -c 5000 /dev/urandom >&4
+sync
+size=$(stat -c %s $M2/in/w)
+[ "$size" -eq 5000 ] || fail "$M2 sees $size bytes of a 5000-byte write still open on $M1"
+exec 4>&-
+rm $M1/in/w
 
 step "a read-only open brings an inline file's content: reads through it send nothing"
 # Opens PATH read-only, reads it whole (no fstat, which may ask the

@@ -63,6 +63,11 @@ TEST_CASE("files and directories through libpfs, surviving a metadata server cra
 
         // Directories and files.
         REQUIRE_OK(co_await fs.mkdir("/data"));
+        // Files on the storage targets, not inline: striping is under test.
+        auto pattern = co_await fs.get_pattern("/data");
+        REQUIRE_OK(pattern);
+        pattern->inline_max = 0;
+        REQUIRE_OK(co_await fs.set_pattern("/data", *pattern));
         REQUIRE_OK(co_await fs.mkdir("/data/train"));
         CHECK_ERRNO(co_await fs.mkdir("/data"), -EEXIST);
         std::vector<Bytes> contents;

@@ -256,6 +256,49 @@ TEST_CASE("a client that does not follow inline layouts is never given one", "[s
     REQUIRE(ok);
 }
 
+TEST_CASE("an inline file's write records its size and mtime: the writer owes no report", "[system]") {
+    Setup s;
+    const Bytes data = pattern_bytes(5000, 3);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/in");
+        REQUIRE(ready);
+        auto file = co_await s.fs.open("/in/w", O_CREAT | O_WRONLY);
+        REQUIRE(file);
+        REQUIRE(is_inline_layout(file->layout));
+        auto before = co_await s.other.stat("/in/w");
+        REQUIRE(before);
+        CHECK(before->size == 0);
+        // Written, neither closed nor synced: another client sees the
+        // size and a later mtime at once (a file on the targets shows
+        // them only once its writer reports them, at close or fsync).
+        REQUIRE_OK(co_await s.fs.write(*file, 0, data));
+        auto after = co_await s.other.stat("/in/w");
+        REQUIRE(after);
+        CHECK(after->size == data.size());
+        const auto later = [](const pfs_timespec& a, const pfs_timespec& b) {
+            return a.sec > b.sec || (a.sec == b.sec && a.nsec > b.nsec);
+        };
+        CHECK(later(after->mtime, before->mtime));
+        CHECK(later(after->ctime, before->ctime));
+        // A write inside the size moves mtime alone.
+        REQUIRE_OK(co_await s.fs.write(*file, 10, Bytes(10, 0x55)));
+        auto inside = co_await s.other.stat("/in/w");
+        REQUIRE(inside);
+        CHECK(inside->size == data.size());
+        CHECK(later(inside->mtime, after->mtime));
+        REQUIRE_OK(co_await s.fs.close(*file));
+        Bytes expect = data;
+        std::fill_n(expect.begin() + 10, 10, 0x55);
+        auto seen = co_await read_path(s.other, "/in/w", expect.size());
+        REQUIRE(seen);
+        CHECK(*seen == expect);
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
 TEST_CASE("a read-only open of an inline file brings its content: one round trip", "[system]") {
     Setup s;
     const Bytes data = pattern_bytes(7000, 11);

@@ -28,7 +28,7 @@ TEST_CASE("a new namespace holds the root directory", "[namespace]") {
     CHECK(a.ctime == at(1));
     CHECK(fs.stat(root, ".").id.ino == 1);
     CHECK(fs.stat(root, "..").id.ino == 1);
-    CHECK(*fs.ns.pattern(root) == StripePattern{512u << 10, 4, 1});
+    CHECK(*fs.ns.pattern(root) == StripePattern{512u << 10, 4, 1, 128u << 10});
     Counts c = fs.ns.counts();
     CHECK(c.inodes == 1);
     CHECK(c.directories == 1);
@@ -143,7 +143,7 @@ TEST_CASE("directories count their links and hand down stripe patterns", "[names
     CHECK(layout->chunk_size == (1u << 20));
     CHECK(layout->pool_id == 2);
     CHECK(layout->targets.size() == 8);
-    CHECK(*fs.ns.pattern(root) == StripePattern{});  // unchanged above
+    CHECK(*fs.ns.pattern(root) == default_root_pattern());  // unchanged above
 
     CHECK(err(fs.ns.set_pattern(a, StripePattern{1000, 4, 1}, at(301))) == -EINVAL);
     CHECK(err(fs.ns.set_pattern(a, StripePattern{1u << 20, 0, 1}, at(301))) == -EINVAL);

@@ -687,6 +687,17 @@ TEST_CASE("proto: fixed-size bodies round trip", "[proto]")
 		synced.body.verifier = 0x8877665544332211ULL;
 		CHECK(encode(synced).size() == 8);
 		check_message(synced);
+		Msg inl(pfs_x_inline_written);
+		inl.body.written = m.body;
+		inl.body.attr.id = { 77, 2, 1 };
+		inl.body.attr.mode = 0100644;
+		inl.body.attr.nlink = 1;
+		inl.body.attr.size = 5000;
+		inl.body.attr.blocks = PFS_BLOCKS_UNKNOWN;
+		inl.body.attr.mtime = { 1700000000, 123 };
+		Msg attr(pfs_x_attr);
+		CHECK(size_of(inl) == 12 + size_of(attr));
+		check_message(inl);
 	}
 }
 
@@ -1383,6 +1394,7 @@ TEST_CASE("proto: random garbage never crashes a decoder", "[proto]")
 		garbage(Msg(pfs_x_chunk_truncate), in);
 		garbage(Msg(pfs_x_chunk_stat), in);
 		garbage(Msg(pfs_x_chunk_written), in);
+		garbage(Msg(pfs_x_inline_written), in);
 		garbage(Msg(pfs_x_mknod), in);
 		garbage(Msg(pfs_x_attr), in);
 		garbage(Msg(pfs_x_dirent), in);

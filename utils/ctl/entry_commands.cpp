@@ -3,6 +3,7 @@
 // --setpattern and lfs getstripe / setstripe.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "commands.hpp"
@@ -187,7 +188,9 @@ Result<std::string> entry_set(Context& ctx) {
     pattern->chunk_size = chunk_size.value_or(pattern->chunk_size);
     pattern->num_targets = num_targets.value_or(pattern->num_targets);
     pattern->pool_id = pool_id.value_or(pattern->pool_id);
-    pattern->inline_max = inline_max.value_or(pattern->inline_max);
+    // A smaller chunk size alone brings the inline max down with it (the
+    // inline data fits the first chunk), as the user did not name one.
+    pattern->inline_max = inline_max.value_or(std::min(pattern->inline_max, pattern->chunk_size));
     if (pattern->inline_max > pattern->chunk_size)
         return usage_error("inline-max " + std::to_string(pattern->inline_max) + " is above the chunk size " +
                            std::to_string(pattern->chunk_size));
