@@ -474,6 +474,11 @@ static void pfs_wb_send(struct pfs_wb *wb)
 	int rc;
 
 	wb->cur = NULL;
+	/* Moved during this pass: after the data, not to pfs-meta first. */
+	if (pfs_layout_of(wb->inode) != wb->lo) {
+		pfs_wb_end(wb, b, -EREMCHG);
+		return;
+	}
 	iov_iter_bvec(&it, ITER_SOURCE, b->bvec, b->nr, b->len);
 	rc = pfs_chunk_start_io(wb->inode, wb->lo, &b->req,
 				PFS_MSG_CHUNK_WRITE, b->pos, b->len, &it, NULL);
@@ -605,8 +610,12 @@ static int pfs_writepages(struct address_space *mapping,
 		wb.lo = pfs_layout_of(wb.inode);
 		if (!wb.lo)
 			return -EIO;
-		unit = wb.lo->count > 1 ? min(wb.lo->chunk_size, PFS_MAX_IO) :
-					  PFS_MAX_IO;
+		/*
+		 * An inline file's data fits its first chunk: a batch past it
+		 * only travels to pfs-meta to be refused (PFS_E_MOVED).
+		 */
+		unit = wb.lo->count > 1 || pfs_layout_inline(wb.lo) ?
+		       min(wb.lo->chunk_size, PFS_MAX_IO) : PFS_MAX_IO;
 		wb.cap = max_t(u32, unit >> PAGE_SHIFT, 1);
 		rc = pfs_writepages_pass(&wb);
 		/* Background writeback: the flusher's next round retries. */
@@ -618,6 +627,27 @@ static int pfs_writepages(struct address_space *mapping,
 		schedule_timeout_killable(msecs_to_jiffies(delay_ms));
 		delay_ms = min(delay_ms * 2, PFS_WB_BACKOFF_MAX_MS);
 	}
+}
+
+/*
+ * filemap_write_and_wait_range, then again while a folio of the range is
+ * dirty or under writeback (a few times: writers may dirty it meanwhile).
+ * A background pass that fails for a while redirties its folios just
+ * before they leave writeback, and a sync writeback that found them under
+ * writeback when it began only waits for them: one flush alone could
+ * return with their data on no server.
+ */
+int pfs_write_and_wait(struct address_space *mapping, loff_t start,
+		       loff_t end)
+{
+	int tries = 3;
+	int rc;
+
+	do {
+		rc = filemap_write_and_wait_range(mapping, start, end);
+	} while (!rc && --tries &&
+		 filemap_range_needs_writeback(mapping, start, end));
+	return rc;
 }
 
 /* Writes a dirty folio out while it stays locked (invalidate_inode_pages2). */

@@ -124,9 +124,10 @@ void pfs_file_mark_written(struct file *file)
 static int pfs_file_report(struct file *file, bool lazy)
 {
 	struct inode *inode = file_inode(file);
-	const struct pfs_layout *lo = pfs_layout_of(inode);
 	unsigned long *flags = &pfs_fi(file)->flags;
 	bool written = test_and_clear_bit(PFS_FILE_WRITTEN, flags);
+	/* After the flag: a write that then found the data moved counts. */
+	const struct pfs_layout *lo = pfs_layout_of(inode);
 	int rc;
 
 	/*
@@ -477,7 +478,7 @@ static int pfs_file_flush(struct file *file, fl_owner_t id)
 	rc = pfs_file_check(file);
 	if (rc == -ESTALE)
 		return rc;
-	rc = filemap_write_and_wait(file->f_mapping);
+	rc = pfs_write_and_wait(file->f_mapping, 0, LLONG_MAX);
 	err = file_check_and_advance_wb_err(file);
 	if (!rc)
 		rc = err;
@@ -494,7 +495,7 @@ static int pfs_file_release(struct inode *inode, struct file *file)
 	/* Normally flush did all of this; mmap writes can come later. */
 	if ((file->f_mode & FMODE_WRITE) &&
 	    !test_bit(PFS_FILE_GONE, &fi->flags)) {
-		rc = filemap_write_and_wait(inode->i_mapping);
+		rc = pfs_write_and_wait(inode->i_mapping, 0, LLONG_MAX);
 		if (rc)
 			pr_warn_ratelimited("write-back of inode %llu at close failed: %d\n",
 					    ino, rc);
@@ -535,8 +536,7 @@ static ssize_t pfs_direct_read(struct kiocb *iocb, struct iov_iter *to)
 		return 0;
 	count = min_t(u64, iov_iter_count(to), size - pos);
 	/* Dirty cached data (mmap, earlier buffered writes) goes first. */
-	rc = filemap_write_and_wait_range(file->f_mapping, pos,
-					  pos + count - 1);
+	rc = pfs_write_and_wait(file->f_mapping, pos, pos + count - 1);
 	if (rc)
 		return rc;
 	shorted = iov_iter_count(to) - count;
@@ -575,7 +575,7 @@ static ssize_t pfs_direct_write(struct kiocb *iocb, struct iov_iter *from)
 		goto out;
 	pos = iocb->ki_pos;
 	end = pos + iov_iter_count(from) - 1;
-	rc = filemap_write_and_wait_range(mapping, pos, end);
+	rc = pfs_write_and_wait(mapping, pos, end);
 	if (rc)
 		goto out;
 	/* Pages still mapped stay cached; they are retried after the write. */
@@ -648,14 +648,15 @@ static int pfs_file_fsync(struct file *file, loff_t start, loff_t end,
 			  int datasync)
 {
 	struct inode *inode = file_inode(file);
-	int rc;
+	int rc, err;
 
 	rc = pfs_file_check(file);
 	if (rc)
 		return rc;
-	rc = file_write_and_wait_range(file, start, end);
-	if (rc)
-		return rc;
+	rc = pfs_write_and_wait(file->f_mapping, start, end);
+	err = file_check_and_advance_wb_err(file);
+	if (rc || err)
+		return rc ?: err;
 	rc = pfs_stripe_sync(inode);
 	if (rc)
 		return rc;

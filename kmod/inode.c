@@ -36,6 +36,11 @@ static void pfs_set_am_times(struct inode *inode, struct timespec64 atime,
 	inode_set_atime_to_ts(inode, atime);
 	inode_set_mtime_to_ts(inode, mtime);
 }
+
+static void pfs_set_mtime(struct inode *inode, struct timespec64 mtime)
+{
+	inode_set_mtime_to_ts(inode, mtime);
+}
 #else
 static struct timespec64 pfs_get_mtime(const struct inode *inode)
 {
@@ -46,6 +51,11 @@ static void pfs_set_am_times(struct inode *inode, struct timespec64 atime,
 			     struct timespec64 mtime)
 {
 	inode->i_atime = atime;
+	inode->i_mtime = mtime;
+}
+
+static void pfs_set_mtime(struct inode *inode, struct timespec64 mtime)
+{
 	inode->i_mtime = mtime;
 }
 #endif
@@ -102,6 +112,30 @@ static void pfs_xattrs_known(struct inode *inode, u32 xattrs,
 	if (S_ISDIR(inode->i_mode))
 		pfs_acl_known(inode, &inode->i_default_acl, ACL_TYPE_DEFAULT,
 			      xattrs & PFS_ATTR_ACL_DEFAULT);
+}
+
+/*
+ * What the inline store recorded with a write of ours (pfs_inline_written):
+ * the file's mtime and ctime, and the size it knows, so that the next
+ * refresh does not take our own write for someone else's. Nothing more: the
+ * reply may have left the server before the reply to a SETATTR of ours
+ * that we applied already (a chmod, a chown), and a write raises i_size
+ * itself.
+ */
+void pfs_inode_written(struct inode *inode, const struct pfs_attr *attr)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	if (memcmp(&attr->id, &pi->id, sizeof(attr->id)) ||
+	    pfs_attr_check(PFS_MSG_CHUNK_WRITE, attr))
+		return;
+	spin_lock(&inode->i_lock);
+	pfs_set_mtime(inode, pfs_ts(&attr->mtime));
+	inode_set_ctime_to_ts(inode, pfs_ts(&attr->ctime));
+	if (attr->size > pi->reported_size)
+		pi->reported_size = attr->size;
+	spin_unlock(&inode->i_lock);
+	set_bit(PFS_INO_BLOCKS_STALE, &pi->flags);
 }
 
 int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)

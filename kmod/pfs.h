@@ -404,6 +404,7 @@ extern struct kmem_cache *pfs_inode_cachep;
 struct inode *pfs_iget(struct super_block *sb, const struct pfs_attr *attr);
 /* -EIO (nothing changed) when attr is of another entry or type. */
 int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr);
+void pfs_inode_written(struct inode *inode, const struct pfs_attr *attr);
 /*
  * Puts the content an open's reply carried (an inline file's, c) in the
  * page cache, so that reading the file needs no more requests: only into
@@ -567,6 +568,8 @@ void pfs_addr_exit(void);
  * bytes moved, a prefix of the range, or -errno when none moved; iter is
  * advanced by the return value.
  */
+int pfs_write_and_wait(struct address_space *mapping, loff_t start,
+		       loff_t end);
 ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 			 struct iov_iter *iter, size_t count,
 			 const struct pfs_gpu_io *gpu);

@@ -143,7 +143,7 @@ int pfs_refresh_blocks(struct inode *inode)
 
 	if (!test_and_clear_bit(PFS_INO_BLOCKS_STALE, flags))
 		return 0;
-	rc = filemap_write_and_wait(inode->i_mapping);
+	rc = pfs_write_and_wait(inode->i_mapping, 0, LLONG_MAX);
 	lo = rc ? ERR_PTR(rc) : pfs_need_layout(inode);
 	if (IS_ERR(lo)) {
 		rc = PTR_ERR(lo);
@@ -543,8 +543,7 @@ ssize_t pfs_copy_file_range(struct file *in, loff_t pos_in,
 		return rc;
 	lock_two_nondirectories(src, dst);
 	/* The source's own dirty pages count: from the targets on. */
-	rc = filemap_write_and_wait_range(src->i_mapping, pos_in,
-					  pos_in + len - 1);
+	rc = pfs_write_and_wait(src->i_mapping, pos_in, pos_in + len - 1);
 	size = i_size_read(src);
 	if (rc || pos_in >= size)
 		goto out;
@@ -553,8 +552,7 @@ ssize_t pfs_copy_file_range(struct file *in, loff_t pos_in,
 	if (rc)
 		goto out;
 	/* Then the destination's range, dirty or clean, leaves its cache. */
-	rc = filemap_write_and_wait_range(dst->i_mapping, pos_out,
-					  pos_out + len - 1);
+	rc = pfs_write_and_wait(dst->i_mapping, pos_out, pos_out + len - 1);
 	if (rc)
 		goto out;
 	invalidate_inode_pages2_range(dst->i_mapping, pos_out >> PAGE_SHIFT,

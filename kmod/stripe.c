@@ -208,7 +208,7 @@ static int pfs_chunk_write_done(struct pfs_chunk_req *r)
 	 * layout's verifier table replaced.
 	 */
 	if (inl)
-		pfs_inode_update(r->inode, &iw.attr);
+		pfs_inode_written(r->inode, &iw.attr);
 	else
 		pfs_verfs_seen(PFS_I(r->inode)->verfs, r->target_index,
 			       w->verifier);

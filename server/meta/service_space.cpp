@@ -46,6 +46,7 @@ Status Service::open_inline(const std::filesystem::path& dir) {
 // close(2) promises no durability, and the file's CHUNK_SYNC waits for
 // the journal).
 Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id& file, uint64_t end) {
+    if (stopped_) return Error{-EIO, "metadata server stopped: its journal failed: " + stopped_->message};
     auto current = ns_->getattr(file);
     if (!current) return current.error();
     const Timespec stamp = now();
