@@ -262,6 +262,8 @@ void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id,
 	struct pfs_close_batch *b = &PFS_SB(sb)->closes;
 	unsigned int waiting;
 
+	if (epoch == PFS_EPOCH_UNTRACKED)
+		return;		/* the server did not count it */
 	spin_lock(&b->lock);
 	waiting = b->waiting;
 	if (waiting < PFS_CLOSE_MANY_MAX) {
@@ -299,6 +301,70 @@ int pfs_file_init(void)
 void pfs_file_exit(void)
 {
 	destroy_workqueue(pfs_close_wq);
+}
+
+/*
+ * The open (under session epoch) is file's; one the metadata server did
+ * not count is counted on the inode (pfs_untracked_hold).
+ */
+void pfs_file_opened(struct file *file, u64 epoch)
+{
+	struct pfs_inode_info *pi = PFS_I(file_inode(file));
+
+	pfs_fi(file)->open_epoch = epoch;
+	if (epoch != PFS_EPOCH_UNTRACKED)
+		return;
+	mutex_lock(&pi->untracked_lock);
+	pi->untracked++;
+	mutex_unlock(&pi->untracked_lock);
+}
+
+static void pfs_untracked_put(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	bool close = false;
+	u64 epoch = 0;
+
+	mutex_lock(&pi->untracked_lock);
+	if (pi->untracked && !--pi->untracked && pi->held) {
+		close = true;
+		epoch = pi->held_epoch;
+		pi->held = false;
+	}
+	mutex_unlock(&pi->untracked_lock);
+	if (close)
+		pfs_close_later(inode->i_sb, &pi->id, epoch);
+}
+
+/*
+ * The OPEN needs read permission of whoever unlinks: without it (or with
+ * the server unreachable) the file may be freed under our untracked opens,
+ * whose reads past the cached pages then fail (ESTALE), as when another
+ * client removes it.
+ */
+void pfs_untracked_hold(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_open req = { .id = pi->id, .flags = O_RDONLY };
+	struct pfs_layout *layout;
+	struct pfs_attr attr;
+	u64 epoch = 0;
+
+	if (!S_ISREG(inode->i_mode))
+		return;
+	mutex_lock(&pi->untracked_lock);
+	if (!pi->untracked || pi->held)
+		goto out;
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (layout && !pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN,
+					 pfs_x_open, &req, &attr, layout,
+					 &epoch, NULL, NULL)) {
+		pi->held = true;
+		pi->held_epoch = epoch;
+	}
+	kfree(layout);
+out:
+	mutex_unlock(&pi->untracked_lock);
 }
 
 /* The local half of an open the metadata server has counted. */
@@ -389,6 +455,9 @@ int pfs_file_check(struct file *file)
 
 	if (test_bit(PFS_FILE_GONE, &fi->flags))
 		return -ESTALE;
+	/* No open of ours on the server to lose. */
+	if (fi->open_epoch == PFS_EPOCH_UNTRACKED)
+		return 0;
 	/* A server unreachable now: go on with what we know. */
 	pfs_session_verify(inode->i_sb, node);
 	if (!pfs_session_lost(inode->i_sb, node, READ_ONCE(fi->open_epoch)))
@@ -418,7 +487,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 	bool wants = pfs_open_caches(inode->i_sb, file->f_flags) &&
 		     !inode->i_mapping->nrpages &&
 		     size < PFS_OPEN_CONTENT_MAX;
-	struct pfs_open_content content = { .room = wants ? (u32)size : 0 };
+	struct pfs_open_content content = { .room = wants ? (u32)size : 0,
+					     .untracked = true };
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;
@@ -454,7 +524,7 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		if (!rc)
 			rc = pfs_file_setup(inode, file);
 		if (!rc)
-			pfs_fi(file)->open_epoch = epoch;
+			pfs_file_opened(file, epoch);
 		if (!rc)
 			pfs_inode_take_content(inode, &attr, &content);
 	}
@@ -505,7 +575,11 @@ static int pfs_file_release(struct inode *inode, struct file *file)
 					    ino, rc);
 	}
 	/* Not for an open our session lost: the worker drops it. */
-	pfs_close_later(inode->i_sb, &PFS_I(inode)->id, fi->open_epoch);
+	if (fi->open_epoch == PFS_EPOCH_UNTRACKED)
+		pfs_untracked_put(inode);
+	else
+		pfs_close_later(inode->i_sb, &PFS_I(inode)->id,
+				fi->open_epoch);
 	kfree(fi);
 	return 0;
 }

@@ -16,6 +16,7 @@ static void pfs_inode_init_once(void *obj)
 	struct pfs_inode_info *pi = obj;
 
 	mutex_init(&pi->layout_lock);
+	mutex_init(&pi->untracked_lock);
 	inode_init_once(&pi->vfs_inode);
 }
 

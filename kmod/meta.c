@@ -135,14 +135,21 @@ int pfs_meta_open_call(struct super_block *sb, const struct pfs_entry_id *owner,
 	/* The content comes as the reply's bulk data, into the pages. */
 	if (content && pfs_open_content_pages(content, &to)) {
 		rpc.flags = PFS_FLAG_INLINE_CONTENT;
+		if (content->untracked)
+			rpc.flags |= PFS_FLAG_UNTRACKED;
 		rpc.bulk = true;
 		rpc.reply_data = &to;
 	}
+	if (content)
+		content->untracked = false;
 	rc = pfs_meta_call(sb, owner, &rpc);
-	if (rpc.reply_data && !rc)
+	if (rpc.reply_data && !rc) {
 		content->len = rpc.data_len;
+		content->untracked = rpc.reply_flags & PFS_FLAG_UNTRACKED;
+	}
 	if (epoch)
-		*epoch = rpc.session_epoch;
+		*epoch = content && content->untracked ?
+			 PFS_EPOCH_UNTRACKED : rpc.session_epoch;
 	if (rc)
 		goto out;
 	pfs_xdr_init_decode(&x, rpc.reply, rpc.reply_len);

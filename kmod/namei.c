@@ -430,8 +430,7 @@ static int pfs_finish_counted(struct file *file, struct dentry *dentry,
 	if (rc && !(file->f_mode & FMODE_OPENED))
 		pfs_close_later(dentry->d_sb, id, epoch);
 	else if (!rc)
-		((struct pfs_file_info *)file->private_data)->open_epoch =
-			epoch;
+		pfs_file_opened(file, epoch);
 	return rc;
 }
 
@@ -603,7 +602,7 @@ static int pfs_atomic_open(struct inode *dir, struct dentry *dentry,
 {
 	unsigned int gen = pfs_names_gen(dir);
 	unsigned int lookup_flags = LOOKUP_OPEN;
-	struct pfs_open_content content = {};
+	struct pfs_open_content content = { .untracked = true };
 	struct pfs_layout *layout;
 	struct dentry *res = NULL;
 	struct pfs_attr attr;
@@ -826,6 +825,7 @@ static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
 
 static int pfs_unlink(struct inode *dir, struct dentry *dentry)
 {
+	pfs_untracked_hold(d_inode(dentry));
 	return pfs_remove(dir, dentry, PFS_MSG_UNLINK);
 }
 
@@ -852,6 +852,8 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	m->src_dir = PFS_I(old_dir)->id;
 	m->dst_dir = PFS_I(new_dir)->id;
 	m->flags = flags;
+	if (target && !(flags & RENAME_EXCHANGE))
+		pfs_untracked_hold(target);
 	rc = pfs_set_name(m->src_name, &old_dentry->d_name);
 	if (!rc)
 		rc = pfs_set_name(m->dst_name, &new_dentry->d_name);

@@ -169,7 +169,23 @@ struct pfs_inode_info {
 	 * when a change of ours failed (it may have happened all the same)
 	 */
 	atomic_t names_gen;
+	/*
+	 * regular files: our opens the metadata server does not count
+	 * (PFS_EPOCH_UNTRACKED), and whether one OPEN of ours (under
+	 * held_epoch) counts them all while we may free the file
+	 * (pfs_untracked_hold)
+	 */
+	struct mutex untracked_lock;
+	u32 untracked;
+	bool held;
+	u64 held_epoch;
 };
+
+/*
+ * The epoch of an open the metadata server did not count, having given us
+ * the whole file (PFS_FLAG_UNTRACKED): it is never closed nor reopened.
+ */
+#define PFS_EPOCH_UNTRACKED	U64_MAX
 
 enum {
 	/* another client changed the data: drop cached pages before use */
@@ -360,6 +376,11 @@ struct pfs_open_content {
 	u32 npages;
 	u32 len;
 	struct bio_vec *bvec;	/* bv_page NULL: taken into the cache */
+	/*
+	 * in: the open asks to send no CLOSE (PFS_FLAG_UNTRACKED); out: the
+	 * server gave all of the file and did not count the open
+	 */
+	bool untracked;
 };
 
 /* meta.c: the pages of c not taken into the page cache, freed. */
@@ -492,6 +513,8 @@ int pfs_report_size(struct inode *inode);
 void pfs_file_mark_written(struct file *file);
 /* ->open of a file whose OPEN the server has done (finish_open's open). */
 int pfs_file_open_counted(struct inode *inode, struct file *file);
+/* The open of file is ours under session epoch (or PFS_EPOCH_UNTRACKED). */
+void pfs_file_opened(struct file *file, u64 epoch);
 /*
  * An open (f_flags) that reads through the page cache only: it may take
  * an inline file's content there.
@@ -511,6 +534,12 @@ void pfs_close_batch_init(struct pfs_close_batch *b, struct super_block *sb);
 void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id,
 		     u64 epoch);
 void pfs_drain_closes(struct super_block *sb);
+/*
+ * Before an unlink or a rename of ours that may free inode: our opens of
+ * it that the server does not count are counted by one OPEN, closed when
+ * the last of them is released (the file's data stays readable to them).
+ */
+void pfs_untracked_hold(struct inode *inode);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);

@@ -300,6 +300,9 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pfs_write_behind_init(&pi->vfs_inode);
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
+	pi->untracked = 0;
+	pi->held = false;
+	pi->held_epoch = 0;
 	return &pi->vfs_inode;
 }
 

@@ -217,6 +217,7 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
         pfs_header header = make_header(type, 0, id);
         header.client_id = client_id;
         if (config_.inline_layouts) header.flags |= PFS_FLAG_INLINE_LAYOUTS | PFS_FLAG_INLINE_CONTENT;
+        if (config_.inline_layouts && bulk.untracked) header.flags |= PFS_FLAG_UNTRACKED;
         Bytes groups;
         if (as) {
             header.uid = as->uid;
@@ -252,6 +253,7 @@ awaitable<Result<Reply>> RpcClient::call(uint16_t type, Bytes payload, std::chro
     if (!reply) co_return reply;
     reply->session_epoch = frame.header.client_seq;
     reply->data_len = frame.data_len;
+    if (reply->status == PFS_OK) reply->flags = frame.header.flags & PFS_FLAG_UNTRACKED;
     if (reply->data_len && reply->status != PFS_OK)
         co_return Error{PFS_E_PROTO, "failed reply with bulk data from " + peer_.str()};
     co_return reply;

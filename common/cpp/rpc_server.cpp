@@ -261,7 +261,7 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
             break;
         }
         if (frame->header.flags & ~(PFS_FLAG_GROUPS | PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL | PFS_FLAG_INLINE_LAYOUTS |
-                                      PFS_FLAG_INLINE_CONTENT)) {
+                                      PFS_FLAG_INLINE_CONTENT | PFS_FLAG_UNTRACKED)) {
             log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
             break;
         }
@@ -363,7 +363,8 @@ void RpcServer::answer(Channel& conn, const Frame& request, Reply reply, Counter
     if (counters && request.header.type != PFS_MSG_GET_STATS)
         counters->count(PFS_HEADER_SIZE + request.payload.size() + request.data.size(),
                         PFS_HEADER_SIZE + status.size() + body.size() + data.size(), reply.status != PFS_OK);
-    pfs_header header = make_header(request.header.type, PFS_FLAG_REPLY, request.header.request_id);
+    const uint16_t flags = reply.status == PFS_OK ? (reply.flags & PFS_FLAG_UNTRACKED) : 0;
+    pfs_header header = make_header(request.header.type, PFS_FLAG_REPLY | flags, request.header.request_id);
     header.client_seq = reply.session_epoch;
     if (request.bulk) {
         status.insert(status.end(), body.begin(), body.end());

@@ -57,6 +57,9 @@ private:
 struct Bulk {
     std::span<const uint8_t> data;
     std::span<uint8_t> into;
+    // An open asks to send no CLOSE if the server gives all of the file
+    // into `into` (PFS_FLAG_UNTRACKED; the reply's flags say if it did).
+    bool untracked = false;
     bool empty() const { return data.empty() && into.empty(); }
 };
 
@@ -165,10 +168,13 @@ struct Reply {
     // A metadata server's reply to a request with a client id: the epoch
     // of that client's session there (header.client_seq; 0: none).
     uint64_t session_epoch = 0;
+    // Header flags of a successful reply beyond PFS_FLAG_REPLY (and BULK):
+    // PFS_FLAG_UNTRACKED (set by the server; seen by the client).
+    uint16_t flags = 0;
 
-    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}, 0, 0}; }
-    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data), 0, 0}; }
-    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}, 0, 0}; }
+    static Reply ok(Bytes body = {}) { return Reply{PFS_OK, {}, std::move(body), {}, 0, 0, 0}; }
+    static Reply ok_data(SharedBytes data) { return Reply{PFS_OK, {}, {}, std::move(data), 0, 0, 0}; }
+    static Reply fail(int32_t status, std::string message) { return Reply{status, std::move(message), {}, {}, 0, 0, 0}; }
     static Reply from(const Error& e);
 };
 

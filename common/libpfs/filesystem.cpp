@@ -110,10 +110,11 @@ awaitable<Result<FileSystem::OpenReply>> FileSystem::open_call(const pfs_entry_i
     auto data = read_only ? std::make_shared<Bytes>(kOpenContentMax) : nullptr;
     Bulk bulk;
     if (data) bulk.into = *data;
+    bulk.untracked = read_only;
     auto r = co_await meta_reply(owner, type, std::move(payload), epoch, bulk);
     if (!r) co_return r.error();
     if (data) data->resize(r->data_len);
-    co_return OpenReply{std::move(r->body), std::move(data)};
+    co_return OpenReply{std::move(r->body), std::move(data), (r->flags & PFS_FLAG_UNTRACKED) != 0};
 }
 
 awaitable<Result<pfs_attr>> FileSystem::attr_call(const pfs_entry_id& owner, uint16_t type, Result<Bytes> payload) {
@@ -430,6 +431,7 @@ Result<OpenFile> FileSystem::opened(Result<OpenReply> reply, uint64_t epoch, int
     // An inline file's content came whole, or not at all.
     if (reply->data && is_inline_layout(file->layout) && reply->data->size() == file->attr.size)
         file->content = std::move(reply->data);
+    file->untracked = reply->untracked;
     file->open_epoch = epoch;
     file->open_flags = static_cast<uint32_t>(flags & O_ACCMODE);
     // Open on the server now: the session must outlive it.
@@ -501,6 +503,7 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
 awaitable<Status> FileSystem::check(OpenFile& file) {
     const pfs_entry_id id = file.attr.id;
     if (file.gone) co_return Error{-ESTALE, "inode " + std::to_string(id.ino) + " is gone"};
+    if (file.untracked) co_return ok_status();  // nothing of ours on the server to lose
     co_await keeper_.verify(id.owner_node);
     if (!keeper_.lost(id.owner_node, file.open_epoch)) co_return ok_status();
     // Our open went with the session: open the file again, by its id. A
@@ -628,7 +631,7 @@ awaitable<Status> FileSystem::close(OpenFile& file) {
     // An open the server lost with our session is not closed there: the
     // session we have now may hold another open of the file.
     Result<Bytes> r = Bytes{};
-    if (!file.gone && !keeper_.lost(id.owner_node, file.open_epoch))
+    if (!file.gone && !file.untracked && !keeper_.lost(id.owner_node, file.open_epoch))
         r = co_await meta(id, PFS_MSG_CLOSE, encode(pfs_x_entry_id, id));
     if (file.owner != 0) {
         file.owner = 0;

@@ -45,6 +45,9 @@ struct OpenFile {
     // A read-only open of an inline file: its data as the open found it
     // (reads are served from it, as from a page cache filled at open).
     std::shared_ptr<const Bytes> content;
+    // With all of the content: the server did not count the open, which
+    // sends no CLOSE and is never lost (PFS_FLAG_UNTRACKED).
+    bool untracked = false;
     bool gone = false;        // the open was lost and the file is no more
 };
 
@@ -184,6 +187,7 @@ private:
     struct OpenReply {
         Bytes body;
         std::shared_ptr<Bytes> data;
+        bool untracked = false;  // PFS_FLAG_UNTRACKED: the server did not count the open
     };
     // Inline files up to this size come with their read-only opens.
     static constexpr size_t kOpenContentMax = 128u << 10;

@@ -27,8 +27,10 @@
  * 9: frame MACs leave bulk data to PFS_AUTH_DATA_MAC; an open's inline
  * content is the bulk data of its reply
  * 10: the inline store records a write's size and mtime and answers with
- * the file's attributes (struct pfs_inline_written) */
-#define PFS_PROTO_VERSION	10
+ * the file's attributes (struct pfs_inline_written)
+ * 11: read-only opens given an inline file's whole content need no CLOSE
+ * (PFS_FLAG_UNTRACKED) */
+#define PFS_PROTO_VERSION	11
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -104,10 +106,19 @@ enum pfs_flags {
 	 * file is then read in one round trip.
 	 */
 	PFS_FLAG_INLINE_CONTENT = 1u << 6,
+	/*
+	 * request (with INLINE_CONTENT): the client sends no CLOSE for the
+	 * open if the server gives it the whole content. reply: it did, and
+	 * did not count the open (an unlinked file's data is then freed at
+	 * once: the client holds what it read, and counts its open with an
+	 * OPEN by id before it unlinks the file itself).
+	 */
+	PFS_FLAG_UNTRACKED = 1u << 7,
 };
 #define PFS_FLAGS_KNOWN (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY | PFS_FLAG_GROUPS | \
 			 PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL |		\
-			 PFS_FLAG_INLINE_LAYOUTS | PFS_FLAG_INLINE_CONTENT)
+			 PFS_FLAG_INLINE_LAYOUTS | PFS_FLAG_INLINE_CONTENT | \
+			 PFS_FLAG_UNTRACKED)
 
 enum pfs_bulk_place {
 	PFS_BULK_INLINE = 0,	/* the bytes are in the frame's payload */

@@ -426,6 +426,7 @@ void pfs_rpc_release(struct pfs_rpc *rpc)
 	rpc->reply_len = 0;
 	rpc->data_len = 0;
 	rpc->session_epoch = 0;
+	rpc->reply_flags = 0;
 }
 
 static int pfs_conn_register(struct pfs_conn *c)

@@ -282,8 +282,10 @@ static int pfs_conn_rx_reply(struct pfs_conn *c, const struct pfs_header *h)
 	if (!err)
 		err = pfs_conn_rx_tag(c);
 	/* Replies of metadata servers carry our session's epoch there. */
-	if (!err && !res)
+	if (!err && !res) {
 		rpc->session_epoch = h->client_seq;
+		rpc->reply_flags = h->flags;
+	}
 	pfs_rpc_finish(rpc, err ? -EIO : res);
 	return err;
 }

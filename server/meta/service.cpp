@@ -625,7 +625,15 @@ awaitable<Reply> Service::opened_reply(const Request& req, const Attr& attr, int
     const bool wants = (req.frame.header.flags & PFS_FLAG_INLINE_CONTENT) && mask == R_OK && bulk &&
                        attr.size <= bulk->out_len;
     if (wants && layout && is_inline_layout(*layout)) {
-        if (auto data = co_await inline_.content(attr.id, attr.size)) reply->data = std::move(*data);
+        if (auto data = co_await inline_.content(attr.id, attr.size)) {
+            reply->data = std::move(*data);
+            // The client has all of the file and asked to send no CLOSE:
+            // its open is not counted (PFS_FLAG_UNTRACKED).
+            if (req.frame.header.flags & PFS_FLAG_UNTRACKED) {
+                reply->flags = PFS_FLAG_UNTRACKED;
+                co_return std::move(*reply);
+            }
+        }
     }
     // Not journaled: after a restart nothing is open.
     if (auto st = open_for(req.frame.header.client_id, attr.id); !st) co_return Reply::from(st.error());

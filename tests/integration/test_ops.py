@@ -131,8 +131,13 @@ class Ops(unittest.TestCase):
         self.assertLess(s2["ops_per_s"], 0.5, s2)
         self.assertEqual(s2["bytes_in_per_s"] + s2["bytes_out_per_s"], 0, s2)
         self.assertEqual(s2["by_type"], [])
-        # The metadata server saw the opens and closes of the copies.
-        self.assertGreater(nodes["m1"]["requests_total"], 0)
+        # The metadata server saw the opens and closes of the copies, and
+        # counts them by type since it started.
+        m1 = nodes["m1"]
+        self.assertGreater(m1["requests_total"], 0)
+        self.assertEqual(sum(m1["requests_by_type"].values()), m1["requests_total"], m1)
+        closes = m1["requests_by_type"].get("CLOSE", 0) + m1["requests_by_type"].get("CLOSE_MANY", 0)
+        self.assertGreater(closes, 0, m1)
 
         table = self.c.ctl("stats", "server", "--interval", "0.2").stdout
         self.assertIn("READ-MB/S", table.splitlines()[0])

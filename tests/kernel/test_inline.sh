@@ -8,7 +8,8 @@
 # moves to the storage targets, and another mount that holds it open with
 # its old inline layout reads the new data (PFS_E_MOVED: pfs.ko fetches the
 # layout again); a read-only open brings the whole content of an inline
-# file into the page cache (reading it then sends no request); a write's
+# file into the page cache (reading it then sends no request) and is not
+# counted by pfs-meta (no CLOSE; our own rm counts it first); a write's
 # size reaches pfs-meta with the data, before the writer closes; pfs-fsx
 # runs on an inline file from two mounts (reads, writes, mmap, O_DIRECT,
 # truncates, fallocate, copy_file_range across the move). No oops, no
@@ -147,6 +148,47 @@ cmp $src/f3 $M2/in/f3 || fail "f3 differs after the truncate past inline-max"
 step "rm frees inline data"
 rm $M1/in/f4
 wait_until "f4's inline data deleted" eval '[ "$(inline_chunks)" -eq 37 ]'
+
+step "read-only opens of inline files send no CLOSE; our rm keeps the data for them"
+# The CLOSE and CLOSE_MANY requests pfs-meta has answered since it started.
+closes() {
+	pfs_ctl --json stats server --by-type --interval 0.1 | python3 -c '
+import json, sys
+meta = [n for n in json.load(sys.stdin)["nodes"] if n["type"] == "meta"]
+counts = meta[0]["requests_by_type"]
+print(counts.get("CLOSE", 0) + counts.get("CLOSE_MANY", 0))'
+}
+umount_pfs $M2	# its closes sent (pfs_drain_closes), its caches gone
+mount_pfs $M2
+before=$(closes)
+# The writes and reads so far closed their files: the count works.
+[ "$before" -gt 0 ] || fail "pfs-meta counted no CLOSE at all ($before)"
+for i in $(seq 5 14); do
+	cmp $src/f$i $M2/in/f$i || fail "f$i differs on $M2"
+done
+umount_pfs $M2	# a CLOSE still batched goes out now
+mount_pfs $M2
+after=$(closes)
+echo "CLOSE and CLOSE_MANY requests: $before before 10 read-only opens, $after after"
+[ "$after" -eq "$before" ] ||
+	fail "$((after - before)) CLOSE requests for 10 read-only opens of inline files"
+# An open the server does not count, then our own rm: pfs.ko counts the
+# open first (one OPEN), so pfs-meta keeps the data until the close.
+exec 3< $M2/in/f5
+head -c 1 <&3 > /dev/null
+rm $M2/in/f5
+echo 1 > /proc/sys/vm/drop_caches	# the pages: the next read asks pfs-meta
+python3 -c '
+import os, sys
+os.lseek(3, 0, os.SEEK_SET)
+data = b""
+while chunk := os.read(3, 1 << 16):
+    data += chunk
+sys.exit(data != open(sys.argv[1], "rb").read())' $src/f5 ||
+	fail "f5 unreadable through an open made before our rm"
+[ "$(inline_chunks)" -eq 37 ] || fail "f5's inline data deleted while still open"
+exec 3<&-
+wait_until "f5's inline data deleted after the close" eval '[ "$(inline_chunks)" -eq 36 ]'
 
 # -l 64K: the file never outgrows inline-max, so every operation is on
 # the inline store; then one that does (up to 512 KiB), moved early on.

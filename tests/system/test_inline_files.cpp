@@ -320,6 +320,7 @@ TEST_CASE("a read-only open of an inline file brings its content: one round trip
         REQUIRE(reader);
         REQUIRE(reader->content);
         CHECK(*reader->content == expect);
+        CHECK(reader->untracked);  // all of it came: no CLOSE owed
         // Served from what the open brought: a write by another client
         // since is not seen through this handle (close-to-open).
         auto writer = co_await s.fs.open("/f", O_WRONLY);
@@ -334,6 +335,47 @@ TEST_CASE("a read-only open of an inline file brings its content: one round trip
         auto again = co_await read_path(s.other, "/f", expect.size());
         REQUIRE(again);
         CHECK((*again)[0] == 0x77);
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
+TEST_CASE("a read-only open given all of an inline file is not counted: an unlink frees the file at once",
+          "[system]") {
+    Setup s;
+    const Bytes data = pattern_bytes(5000, 3);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/");
+        REQUIRE(ready);
+        for (const char* path : {"/u", "/c"}) {
+            auto file = co_await s.fs.open(path, O_CREAT | O_WRONLY);
+            REQUIRE(file);
+            CHECK_FALSE(file->untracked);
+            REQUIRE_OK(co_await s.fs.write(*file, 0, data));
+            REQUIRE_OK(co_await s.fs.close(*file));
+        }
+        auto untracked = co_await s.other.open("/u", O_RDONLY);
+        REQUIRE(untracked);
+        REQUIRE(untracked->untracked);
+        auto counted = co_await s.other.open("/c", O_RDWR);
+        REQUIRE(counted);
+        CHECK_FALSE(counted->untracked);
+        REQUIRE_OK(co_await s.fs.unlink("/u"));
+        REQUIRE_OK(co_await s.fs.unlink("/c"));
+        // The counted open keeps its unlinked file; the other does not,
+        // and reads on from what its open brought.
+        auto kept = co_await s.fs.layout(counted->attr.id);
+        CHECK(kept);
+        auto freed = co_await s.fs.layout(untracked->attr.id);
+        REQUIRE_FALSE(freed);
+        CHECK((freed.error().code == -ENOENT || freed.error().code == -ESTALE));
+        auto seen = co_await read_all(s.other, *untracked, data.size());
+        REQUIRE(seen);
+        CHECK(*seen == data);
+        REQUIRE_OK(co_await s.other.close(*untracked));
+        REQUIRE_OK(co_await s.other.close(*counted));
         s.close();
     });
     INFO(s.tc.logs());

@@ -442,7 +442,9 @@ TEST_CASE("proto: header decode rejects bad headers", "[proto]")
 		CHECK(dec(h) == 0);
 		h.flags = PFS_FLAG_INLINE_CONTENT;
 		CHECK(dec(h) == 0);
-		h.flags = 1u << 7;
+		h.flags = PFS_FLAG_REPLY | PFS_FLAG_UNTRACKED;
+		CHECK(dec(h) == 0);
+		h.flags = 1u << 8;
 		CHECK(dec(h) == -EBADMSG);
 		h.flags = PFS_FLAG_REPLY | (1u << 31);
 		CHECK(dec(h) == -EBADMSG);

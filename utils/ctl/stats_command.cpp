@@ -28,6 +28,7 @@ struct ServerRates {
     uint64_t requests_total = 0;
     Rates total{};
     std::map<uint16_t, Rates> by_type{};  // types with requests in the interval
+    std::map<uint16_t, uint64_t> type_totals{};  // requests by type since the server started
     pfs_transport_stats transport{};      // RDMA totals at the end of the interval
     double rdma_bytes = 0;                // per second: RDMA READ and WRITE it issued
 };
@@ -58,6 +59,7 @@ void fill_rates(ServerRates& out, const StatsSample& a, const StatsSample& b) {
     for (const auto& t : a.types) before[t.type] = &t;
     for (const auto& t : b.types) {
         out.requests_total += t.requests;
+        out.type_totals[t.type] = t.requests;
         pfs_msg_stats zero{};
         const pfs_msg_stats& old = before.count(t.type) ? *before[t.type] : zero;
         if (t.requests < old.requests || t.bytes_in < old.bytes_in || t.bytes_out < old.bytes_out ||
@@ -120,6 +122,9 @@ std::string render(const std::vector<ServerRates>& servers, double interval, boo
                         types.push_back(std::move(t));
                     }
                     n["by_type"] = std::move(types);
+                    json totals = json::object();
+                    for (const auto& [type, count] : s.type_totals) totals[message_name(type)] = count;
+                    n["requests_by_type"] = std::move(totals);
                 }
             }
             list.push_back(std::move(n));
