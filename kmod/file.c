@@ -317,6 +317,12 @@ void pfs_file_opened(struct file *file, u64 epoch)
 	mutex_lock(&pi->untracked_lock);
 	pi->untracked++;
 	mutex_unlock(&pi->untracked_lock);
+	/*
+	 * An unlink of ours that ran while the OPEN was on its way found
+	 * nothing to hold: hold it now, if the server has not freed it yet.
+	 */
+	if (!file_inode(file)->i_nlink)
+		pfs_untracked_hold(file_inode(file));
 }
 
 static void pfs_untracked_put(struct inode *inode)
@@ -340,7 +346,8 @@ static void pfs_untracked_put(struct inode *inode)
  * The OPEN needs read permission of whoever unlinks: without it (or with
  * the server unreachable) the file may be freed under our untracked opens,
  * whose reads past the cached pages then fail (ESTALE), as when another
- * client removes it.
+ * client removes it. The lock is held across the OPEN, so opens and last
+ * closes of this inode wait for it (a slow server slows them alike).
  */
 void pfs_untracked_hold(struct inode *inode)
 {
@@ -476,7 +483,8 @@ bool pfs_open_caches(struct super_block *sb, unsigned int flags)
  * Every open is an OPEN on the metadata server (or an OPEN_NAME or a
  * CREATE that opens, see pfs_atomic_open): it counts the file as open (an
  * unlinked file lives on until the last close) and returns the layout, and
- * for a read-only open of an inline file with nothing cached, its content.
+ * for a read-only open of an inline file with nothing cached, its content;
+ * an open given all of it is not counted (PFS_EPOCH_UNTRACKED).
  */
 static int pfs_file_open(struct inode *inode, struct file *file)
 {

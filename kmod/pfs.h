@@ -224,7 +224,8 @@ struct pfs_file_info {
 	 * The session epochs (on the inode's metadata server) our OPEN and
 	 * the last flock and POSIX lock taken through this file were
 	 * granted under; 0: none, or not known. Another epoch there now
-	 * means they are gone (pfs_session_lost).
+	 * means they are gone (pfs_session_lost). An open the server did
+	 * not count: PFS_EPOCH_UNTRACKED.
 	 */
 	u64 open_epoch;
 	u64 flock_epoch;

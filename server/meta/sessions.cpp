@@ -19,8 +19,10 @@ uint64_t Sessions::epoch(uint64_t client) const {
 }
 
 uint64_t Sessions::new_epoch() {
+    // Neither 0 (none) nor UINT64_MAX (pfs.ko's mark of an open this
+    // server did not count, PFS_FLAG_UNTRACKED).
     for (;;) {
-        if (uint64_t e = random_()) return e;
+        if (uint64_t e = random_(); e != 0 && e != UINT64_MAX) return e;
     }
 }
 
