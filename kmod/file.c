@@ -303,6 +303,24 @@ void pfs_file_exit(void)
 	destroy_workqueue(pfs_close_wq);
 }
 
+/* An OPEN of inode by its id (flags: the access mode), counted under *epoch. */
+static int pfs_open_by_id(struct inode *inode, unsigned int flags, u64 *epoch)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	struct pfs_open req = { .id = pi->id, .flags = flags };
+	struct pfs_layout *layout;
+	struct pfs_attr attr;
+	int rc;
+
+	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
+	if (!layout)
+		return -ENOMEM;
+	rc = pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN, pfs_x_open,
+			       &req, &attr, layout, epoch, NULL, NULL);
+	kfree(layout);
+	return rc;
+}
+
 /*
  * The open (under session epoch) is file's; one the metadata server did
  * not count is counted on the inode (pfs_untracked_hold).
@@ -352,25 +370,16 @@ static void pfs_untracked_put(struct inode *inode)
 void pfs_untracked_hold(struct inode *inode)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
-	struct pfs_open req = { .id = pi->id, .flags = O_RDONLY };
-	struct pfs_layout *layout;
-	struct pfs_attr attr;
 	u64 epoch = 0;
 
 	if (!S_ISREG(inode->i_mode))
 		return;
 	mutex_lock(&pi->untracked_lock);
-	if (!pi->untracked || pi->held)
-		goto out;
-	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
-	if (layout && !pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN,
-					 pfs_x_open, &req, &attr, layout,
-					 &epoch, NULL, NULL)) {
+	if (pi->untracked && !pi->held &&
+	    !pfs_open_by_id(inode, O_RDONLY, &epoch)) {
 		pi->held = true;
 		pi->held_epoch = epoch;
 	}
-	kfree(layout);
-out:
 	mutex_unlock(&pi->untracked_lock);
 }
 
@@ -414,20 +423,11 @@ static int pfs_file_reopen(struct file *file)
 	struct inode *inode = file_inode(file);
 	struct pfs_inode_info *pi = PFS_I(inode);
 	struct pfs_file_info *fi = pfs_fi(file);
-	struct pfs_open req = { .id = pi->id,
-				.flags = file->f_flags & O_ACCMODE };
-	struct pfs_layout *layout;
-	struct pfs_attr attr;
 	u64 epoch = 0;
 	int rc;
 
-	layout = kzalloc(sizeof(*layout), GFP_KERNEL);
-	if (!layout)
-		return -ENOMEM;
-	if (mutex_lock_killable(&fi->reopen_lock)) {
-		kfree(layout);
+	if (mutex_lock_killable(&fi->reopen_lock))
 		return -EINTR;
-	}
 	rc = -ESTALE;
 	if (test_bit(PFS_FILE_GONE, &fi->flags))
 		goto out;
@@ -435,8 +435,7 @@ static int pfs_file_reopen(struct file *file)
 	if (!pfs_session_lost(inode->i_sb, pi->id.owner_node,
 			      READ_ONCE(fi->open_epoch)))
 		goto out;	/* another task of ours did it */
-	rc = pfs_meta_open_msg(inode->i_sb, &pi->id, PFS_MSG_OPEN, pfs_x_open,
-			       &req, &attr, layout, &epoch, NULL, NULL);
+	rc = pfs_open_by_id(inode, file->f_flags & O_ACCMODE, &epoch);
 	if (!rc) {
 		WRITE_ONCE(fi->open_epoch, epoch);
 		pr_info_ratelimited("inode %llu opened again: metadata node %u had lost our session\n",
@@ -450,7 +449,6 @@ static int pfs_file_reopen(struct file *file)
 	}
 out:
 	mutex_unlock(&fi->reopen_lock);
-	kfree(layout);
 	return rc;
 }
 

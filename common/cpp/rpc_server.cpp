@@ -260,8 +260,7 @@ awaitable<void> RpcServer::serve(std::shared_ptr<Channel> conn) {
                 log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", frame.error().message}});
             break;
         }
-        if (frame->header.flags & ~(PFS_FLAG_GROUPS | PFS_FLAG_BULK | PFS_FLAG_ZERO_FILL | PFS_FLAG_INLINE_LAYOUTS |
-                                      PFS_FLAG_INLINE_CONTENT | PFS_FLAG_UNTRACKED)) {
+        if (frame->header.flags & (PFS_FLAG_REPLY | PFS_FLAG_NOTIFY)) {
             log::warn("dropping connection", {{"peer", conn->peer()}, {"reason", "reply or notification sent to a server"}});
             break;
         }
