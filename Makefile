@@ -7,6 +7,7 @@ BUILD ?= build
 KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
                     $(lastword $(sort $(wildcard /usr/src/linux-headers-*-amd64))))
 WERROR ?= $(if $(CI),ON,OFF)
+DEBUG_INFO ?= $(if $(CI),OFF,ON)
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps userspace kmod test unit run stop bench bench-kernel clean print-kdir deb rpm repo cross-arm64 test-install
@@ -17,7 +18,7 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DPFS_WERROR=$(WERROR)
+	cmake -S . -B $(BUILD) -G Ninja -DPFS_WERROR=$(WERROR) -DPFS_DEBUG_INFO=$(DEBUG_INFO)
 
 userspace: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
