@@ -397,7 +397,6 @@ static int pfs_wb_follow(struct pfs_wb *wb, struct pfs_wb_batch *b)
 {
 	const struct pfs_layout *lo = pfs_layout_of(wb->inode);
 	struct iov_iter it;
-	ssize_t n;
 
 	if (lo && pfs_layout_inline(lo)) {
 		int rc = pfs_inode_relayout(wb->inode);
@@ -406,11 +405,7 @@ static int pfs_wb_follow(struct pfs_wb *wb, struct pfs_wb_batch *b)
 			return rc;
 	}
 	iov_iter_bvec(&it, ITER_SOURCE, b->bvec, b->nr, b->len);
-	n = pfs_stripe_batch(wb->inode, PFS_MSG_CHUNK_WRITE, b->pos, &it,
-			     b->len, NULL);
-	if (n == b->len)
-		return 0;
-	return n < 0 ? n : -EIO;
+	return pfs_stripe_write_all(wb->inode, b->pos, &it, b->len);
 }
 
 static void pfs_wb_end(struct pfs_wb *wb, struct pfs_wb_batch *b, int rc)
@@ -658,7 +653,6 @@ static int pfs_launder_folio(struct folio *folio)
 	loff_t size = i_size_read(inode);
 	size_t len;
 	struct iov_iter it;
-	ssize_t n;
 	int rc = 0, err;
 
 	if (!folio_clear_dirty_for_io(folio) || pos >= size)
@@ -666,12 +660,10 @@ static int pfs_launder_folio(struct folio *folio)
 	len = min_t(u64, folio_size(folio), size - pos);
 	folio_start_writeback(folio);
 	iov_iter_xarray(&it, ITER_SOURCE, &inode->i_mapping->i_pages, pos, len);
-	n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_WRITE, pos, &it, len,
-			     NULL);
-	if (n == len) {
+	rc = pfs_stripe_write_all(inode, pos, &it, len);
+	if (!rc) {
 		pfs_wb_succeeded(inode);
 	} else {
-		rc = n < 0 ? n : -EIO;
 		err = pfs_wb_verdict(inode, rc);
 		if (err)
 			mapping_set_error(inode->i_mapping, err);

@@ -653,7 +653,7 @@ int pfs_apply_setattr(struct inode *inode, struct iattr *ia)
 		return 0;
 	if (m.valid & PFS_SET_SIZE) {
 		/* Data written so far must land before the cut. */
-		rc = filemap_write_and_wait(inode->i_mapping);
+		rc = pfs_write_and_wait(inode->i_mapping, 0, LLONG_MAX);
 		/* So must size reports of ours still to be sent. */
 		if (!rc)
 			rc = pfs_resend_flush_size(inode->i_sb,

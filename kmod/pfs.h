@@ -603,6 +603,9 @@ int pfs_write_and_wait(struct address_space *mapping, loff_t start,
 ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 			 struct iov_iter *iter, size_t count,
 			 const struct pfs_gpu_io *gpu);
+/* The same for writeback: 0 once all count bytes are stored, or -errno. */
+int pfs_stripe_write_all(struct inode *inode, loff_t pos,
+			 struct iov_iter *iter, size_t count);
 /* direct.c: the same from and to user memory (O_DIRECT, cache=none). */
 ssize_t pfs_stripe_read(struct inode *inode, loff_t pos, struct iov_iter *to);
 ssize_t pfs_stripe_write(struct inode *inode, loff_t pos,

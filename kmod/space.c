@@ -269,7 +269,7 @@ loff_t pfs_seek_data_hole(struct file *file, loff_t offset, int whence)
 
 	/* What is cached dirty must be on the targets to be seen there. */
 	rc = pfs_file_check(file) ?:
-	     filemap_write_and_wait(inode->i_mapping) ?:
+	     pfs_write_and_wait(inode->i_mapping, 0, LLONG_MAX) ?:
 	     pfs_revalidate_inode(inode, false);
 	if (rc)
 		return rc;
@@ -351,7 +351,7 @@ long pfs_fallocate(struct file *file, int mode, loff_t offset, loff_t len)
 		 * writeback would put the old data back over the hole; then
 		 * the cache forgets the range.
 		 */
-		rc = filemap_write_and_wait_range(mapping, offset, end - 1);
+		rc = pfs_write_and_wait(mapping, offset, end - 1);
 		if (rc)
 			goto out_unlock;
 		truncate_pagecache_range(inode, offset, end - 1);

@@ -309,9 +309,13 @@ static struct pfs_chunk_req *pfs_reqs_alloc(unsigned int n)
 	return reqs;
 }
 
-ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
-			 struct iov_iter *iter, size_t count,
-			 const struct pfs_gpu_io *gpu)
+/*
+ * Moves what it can of the range: returns the bytes moved (a prefix) and
+ * sets *errp to what stopped it short, if anything did.
+ */
+static size_t pfs_stripe_run(struct inode *inode, u16 type, loff_t pos,
+			     struct iov_iter *iter, size_t count,
+			     const struct pfs_gpu_io *gpu, int *errp)
 {
 	const struct pfs_layout *lo = pfs_layout_of(inode);
 	struct pfs_chunk_req *reqs;
@@ -320,15 +324,20 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 	size_t done = 0;
 	int err = 0;
 
-	if (!lo)
-		return -EIO;
+	*errp = 0;
+	if (!lo) {
+		*errp = -EIO;
+		return 0;
+	}
 	count = min(count, iov_iter_count(iter));
 	if (!count)
 		return 0;
 	max = pfs_max_pieces(lo, count);
 	reqs = pfs_reqs_alloc(max);
-	if (!reqs)
-		return -ENOMEM;
+	if (!reqs) {
+		*errp = -ENOMEM;
+		return 0;
+	}
 
 	while (!err && done < count) {
 		struct iov_iter cur = *iter;
@@ -371,7 +380,34 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 	iov_iter_advance(iter, done);
 	if (err == -EREMCHG)
 		err = -EIO;	/* moved again: the server contradicts itself */
+	*errp = err;
+	return done;
+}
+
+ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
+			 struct iov_iter *iter, size_t count,
+			 const struct pfs_gpu_io *gpu)
+{
+	int err;
+	size_t done = pfs_stripe_run(inode, type, pos, iter, count, gpu, &err);
+
 	return done ? done : err;
+}
+
+/*
+ * Writeback wants the whole range stored or the error that stopped it: a
+ * target that failed over amid the range is retried, not taken for lost.
+ */
+int pfs_stripe_write_all(struct inode *inode, loff_t pos,
+			 struct iov_iter *iter, size_t count)
+{
+	int err;
+	size_t done = pfs_stripe_run(inode, PFS_MSG_CHUNK_WRITE, pos, iter,
+				     count, NULL, &err);
+
+	if (done == count)
+		return 0;
+	return err ?: -EIO;
 }
 
 /*

@@ -5,13 +5,14 @@ before they do anything, so nothing is written outside (or inside) the
 destination and nothing is removed; a sane directory of the same server is
 listed and removed as usual."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cluster import free_port, wait_for  # noqa: E402
+from cluster import wait_for  # noqa: E402
 
 BIN_DIR = os.environ.get("PFS_BIN_DIR", "build")
 FAKE = os.path.join(os.path.dirname(__file__), "..", "kernel", "fake_server.py")
@@ -38,15 +39,16 @@ class CtlHostile(unittest.TestCase):
         with open(secret, "w") as f:
             f.write("a-secret-of-sufficient-length-for-pfs\n")
         os.chmod(secret, 0o600)
-        port = free_port()
-        self.conf = os.path.join(self.dir, "ctl.conf")
-        with open(self.conf, "w") as f:
-            f.write(f"auth-file = {secret}\nmgmtd = 127.0.0.1:{port}\n")
         self.log = os.path.join(self.dir, "fake.log")
         with open(self.log, "w") as log:
-            self.fake = subprocess.Popen([sys.executable, FAKE, "--port", str(port), "--secret", secret,
+            self.fake = subprocess.Popen([sys.executable, FAKE, "--port", "0", "--secret", secret,
                                           "--mode", "evil"], stdout=log, stderr=subprocess.STDOUT)
-        wait_for("the fake server listening", lambda: "listening" in read(self.log))
+        # The port the kernel gave it: "listening on 127.0.0.1:PORT".
+        listening = wait_for("the fake server listening",
+                             lambda: re.search(r"listening on (\S+)\n", read(self.log)))
+        self.conf = os.path.join(self.dir, "ctl.conf")
+        with open(self.conf, "w") as f:
+            f.write(f"auth-file = {secret}\nmgmtd = {listening.group(1)}\n")
         # Everything a command could write lands below work/ (dest/ is the destination).
         self.work = os.path.join(self.dir, "work", "a", "b")
         self.dest = os.path.join(self.work, "dest")

@@ -35,6 +35,8 @@ CHUNK_READ). --mode picks how it breaks the protocol:
 stall prints "stalled" when it goes quiet.
 
 Usage: fake_server.py --port P --secret FILE --mode MODE [--batch N]
+(--port 0: any free port; the first line of output, "listening on
+127.0.0.1:P", names it)
 """
 import argparse
 import hashlib
@@ -435,8 +437,11 @@ def main():
         # however large the buffers could grow.
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     srv.bind(("127.0.0.1", args.port))
+    args.port = srv.getsockname()[1]  # the node map names it
     srv.listen(0 if args.mode == "deaf" else 16)
-    print("listening", flush=True)
+    # --port 0: the kernel picks a free port, and the log names it (no
+    # window in which another process takes a port probed beforehand).
+    print("listening on 127.0.0.1:%d" % args.port, flush=True)
     if args.mode == "deaf":
         threading.Event().wait()  # never accepts
     while True:
