@@ -322,8 +322,49 @@ static int pfs_open_by_id(struct inode *inode, unsigned int flags, u64 *epoch)
 }
 
 /*
+ * Whether an OPEN of inode may ask not to be counted (PFS_FLAG_UNTRACKED):
+ * not while an unlink or rename of ours that may free it is under way. If
+ * so, the OPEN counts as on its way until pfs_untracked_end.
+ */
+static bool pfs_untracked_begin(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	bool may;
+
+	mutex_lock(&pi->untracked_lock);
+	may = !pi->removing;
+	if (may)
+		pi->opening++;
+	mutex_unlock(&pi->untracked_lock);
+	return may;
+}
+
+/* Called with untracked_lock held: the hold is let go when nothing needs it. */
+static u64 pfs_untracked_unneeded(struct pfs_inode_info *pi)
+{
+	if (pi->untracked || pi->opening || !pi->held)
+		return 0;
+	pi->held = false;
+	return pi->held_epoch;
+}
+
+static void pfs_untracked_end(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	u64 close;
+
+	mutex_lock(&pi->untracked_lock);
+	pi->opening--;
+	close = pfs_untracked_unneeded(pi);
+	mutex_unlock(&pi->untracked_lock);
+	if (close)
+		pfs_close_later(inode->i_sb, &pi->id, close);
+}
+
+/*
  * The open (under session epoch) is file's; one the metadata server did
- * not count is counted on the inode (pfs_untracked_hold).
+ * not count is counted on the inode (pfs_untracked_hold), with its
+ * credentials kept for the OPEN that may have to count it on the server.
  */
 void pfs_file_opened(struct file *file, u64 epoch)
 {
@@ -333,53 +374,85 @@ void pfs_file_opened(struct file *file, u64 epoch)
 	if (epoch != PFS_EPOCH_UNTRACKED)
 		return;
 	mutex_lock(&pi->untracked_lock);
-	pi->untracked++;
+	if (!pi->untracked++)
+		pi->untracked_cred = get_cred(file->f_cred);
 	mutex_unlock(&pi->untracked_lock);
-	/*
-	 * An unlink of ours that ran while the OPEN was on its way found
-	 * nothing to hold: hold it now, if the server has not freed it yet.
-	 */
-	if (!file_inode(file)->i_nlink)
-		pfs_untracked_hold(file_inode(file));
 }
 
 static void pfs_untracked_put(struct inode *inode)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
-	bool close = false;
-	u64 epoch = 0;
+	const struct cred *cred = NULL;
+	u64 close = 0;
 
 	mutex_lock(&pi->untracked_lock);
-	if (pi->untracked && !--pi->untracked && pi->held) {
-		close = true;
-		epoch = pi->held_epoch;
-		pi->held = false;
+	if (pi->untracked && !--pi->untracked) {
+		cred = pi->untracked_cred;
+		pi->untracked_cred = NULL;
+		close = pfs_untracked_unneeded(pi);
 	}
 	mutex_unlock(&pi->untracked_lock);
+	if (cred)
+		put_cred(cred);
 	if (close)
-		pfs_close_later(inode->i_sb, &pi->id, epoch);
+		pfs_close_later(inode->i_sb, &pi->id, close);
 }
 
 /*
- * The OPEN needs read permission of whoever unlinks: without it (or with
- * the server unreachable) the file may be freed under our untracked opens,
- * whose reads past the cached pages then fail (ESTALE), as when another
- * client removes it. The lock is held across the OPEN, so opens and last
- * closes of this inode wait for it (a slow server slows them alike).
+ * The OPEN goes with the credentials of one of the untracked opens (who
+ * may read the file) and without untracked_lock held: the callers hold
+ * the inode lock, so holds of an inode never overlap, and opens and
+ * closes of it need not wait for the server. Without the server the file
+ * may be freed under our untracked opens, whose reads past the cached
+ * pages then fail (ESTALE), as when another client removes it.
  */
 void pfs_untracked_hold(struct inode *inode)
 {
+	struct super_block *sb = inode->i_sb;
 	struct pfs_inode_info *pi = PFS_I(inode);
-	u64 epoch = 0;
+	const struct cred *cred = NULL, *old;
+	u64 epoch = 0, close = 0;
+	int rc;
 
 	if (!S_ISREG(inode->i_mode))
 		return;
 	mutex_lock(&pi->untracked_lock);
-	if (pi->untracked && !pi->held &&
-	    !pfs_open_by_id(inode, O_RDONLY, &epoch)) {
+	pi->removing++;
+	/* A hold our lost session took with it counts nothing. */
+	if (pi->held && pfs_session_lost(sb, pi->id.owner_node,
+					 pi->held_epoch))
+		pi->held = false;
+	if ((pi->untracked || pi->opening) && !pi->held)
+		cred = get_cred(pi->untracked_cred ?: current_cred());
+	mutex_unlock(&pi->untracked_lock);
+	if (!cred)
+		return;
+	old = override_creds(cred);
+	rc = pfs_open_by_id(inode, O_RDONLY, &epoch);
+	revert_creds(old);
+	put_cred(cred);
+	if (rc)
+		return;
+	mutex_lock(&pi->untracked_lock);
+	if (pi->untracked || pi->opening) {
 		pi->held = true;
 		pi->held_epoch = epoch;
+	} else {
+		close = epoch;	/* released meanwhile */
 	}
+	mutex_unlock(&pi->untracked_lock);
+	if (close)
+		pfs_close_later(sb, &pi->id, close);
+}
+
+void pfs_untracked_removed(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+
+	if (!S_ISREG(inode->i_mode))
+		return;
+	mutex_lock(&pi->untracked_lock);
+	pi->removing--;
 	mutex_unlock(&pi->untracked_lock);
 }
 
@@ -493,11 +566,11 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 	bool wants = pfs_open_caches(inode->i_sb, file->f_flags) &&
 		     !inode->i_mapping->nrpages &&
 		     size < PFS_OPEN_CONTENT_MAX;
-	struct pfs_open_content content = { .room = wants ? (u32)size : 0,
-					     .untracked = true };
+	struct pfs_open_content content = { .room = wants ? (u32)size : 0 };
 	struct pfs_layout *layout;
 	struct pfs_attr attr;
 	void *buf = NULL;
+	bool begun = false;
 	u64 epoch = 0;
 	u32 len = 0;
 	int rc;
@@ -514,6 +587,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		buf = NULL;
 		goto out;
 	}
+	content.untracked = wants && pfs_untracked_begin(inode);
+	begun = content.untracked;
 	rc = pfs_meta_open_call(inode->i_sb, &pi->id, PFS_MSG_OPEN, buf, len,
 				&attr, layout, &epoch, NULL,
 				wants ? &content : NULL);
@@ -538,6 +613,8 @@ static int pfs_file_open(struct inode *inode, struct file *file)
 		pfs_close_later(inode->i_sb, &pi->id, epoch);
 	pfs_open_content_free(&content);
 out:
+	if (begun)
+		pfs_untracked_end(inode);
 	kfree(buf);
 	kfree(layout);
 	return rc;

@@ -536,10 +536,17 @@ int pfs_revalidate_inode(struct inode *inode, bool force)
 	/*
 	 * Gone from the server after we removed its last name ourselves (an
 	 * unlinked or replaced directory, symlink or special file someone
-	 * still holds open): what we have is all there is, at nlink 0.
+	 * still holds open), or after another client removed a file we hold
+	 * open uncounted: what we have is all there is, at nlink 0 (reads
+	 * past the cached pages fail).
 	 */
-	if ((rc == -ENOENT || rc == -ESTALE) && !inode->i_nlink)
+	if ((rc == -ENOENT || rc == -ESTALE) &&
+	    (!inode->i_nlink || READ_ONCE(PFS_I(inode)->untracked))) {
+		spin_lock(&inode->i_lock);
+		clear_nlink(inode);
+		spin_unlock(&inode->i_lock);
 		return 0;
+	}
 	if (rc == -ENOENT)
 		rc = -ESTALE;
 	if (rc)

@@ -825,8 +825,13 @@ static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
 
 static int pfs_unlink(struct inode *dir, struct dentry *dentry)
 {
-	pfs_untracked_hold(d_inode(dentry));
-	return pfs_remove(dir, dentry, PFS_MSG_UNLINK);
+	struct inode *inode = d_inode(dentry);
+	int rc;
+
+	pfs_untracked_hold(inode);
+	rc = pfs_remove(dir, dentry, PFS_MSG_UNLINK);
+	pfs_untracked_removed(inode);
+	return rc;
 }
 
 static int pfs_rmdir(struct inode *dir, struct dentry *dentry)
@@ -839,6 +844,7 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 		      struct dentry *new_dentry, unsigned int flags)
 {
 	struct inode *target = d_inode(new_dentry);
+	struct inode *replaced;
 	unsigned int old_gen = pfs_names_gen(old_dir);
 	unsigned int new_gen = pfs_names_gen(new_dir);
 	struct pfs_rename *m;
@@ -852,14 +858,17 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	m->src_dir = PFS_I(old_dir)->id;
 	m->dst_dir = PFS_I(new_dir)->id;
 	m->flags = flags;
-	if (target && !(flags & RENAME_EXCHANGE))
-		pfs_untracked_hold(target);
+	replaced = target && !(flags & RENAME_EXCHANGE) ? target : NULL;
+	if (replaced)
+		pfs_untracked_hold(replaced);
 	rc = pfs_set_name(m->src_name, &old_dentry->d_name);
 	if (!rc)
 		rc = pfs_set_name(m->dst_name, &new_dentry->d_name);
 	if (!rc)
 		rc = pfs_meta_simple(old_dir->i_sb, &m->src_dir,
 				     PFS_MSG_RENAME, pfs_x_rename, m);
+	if (replaced)
+		pfs_untracked_removed(replaced);
 	kfree(m);
 	pfs_dir_changed(old_dir, rc);
 	pfs_dir_changed(new_dir, rc);

@@ -171,12 +171,17 @@ struct pfs_inode_info {
 	atomic_t names_gen;
 	/*
 	 * regular files: our opens the metadata server does not count
-	 * (PFS_EPOCH_UNTRACKED), and whether one OPEN of ours (under
-	 * held_epoch) counts them all while we may free the file
+	 * (PFS_EPOCH_UNTRACKED), with the credentials of one of them; OPENs
+	 * on their way that asked not to be counted; unlinks and renames of
+	 * ours under way that may free the file; and whether one OPEN of
+	 * ours (under held_epoch) counts them all while we may free it
 	 * (pfs_untracked_hold)
 	 */
 	struct mutex untracked_lock;
 	u32 untracked;
+	u32 opening;
+	u32 removing;
+	const struct cred *untracked_cred;
 	bool held;
 	u64 held_epoch;
 };
@@ -536,11 +541,14 @@ void pfs_close_later(struct super_block *sb, const struct pfs_entry_id *id,
 		     u64 epoch);
 void pfs_drain_closes(struct super_block *sb);
 /*
- * Before an unlink or a rename of ours that may free inode: our opens of
- * it that the server does not count are counted by one OPEN, closed when
- * the last of them is released (the file's data stays readable to them).
+ * Before an unlink or a rename of ours that may free inode (under its
+ * inode lock): our opens of it that the server does not count, and those
+ * on their way, are counted by one OPEN, closed when the last of them is
+ * released (the file's data stays readable to them); no open asks not to
+ * be counted until pfs_untracked_removed.
  */
 void pfs_untracked_hold(struct inode *inode);
+void pfs_untracked_removed(struct inode *inode);
 /* The CLOSE workqueue, for module init and exit. */
 int pfs_file_init(void);
 void pfs_file_exit(void);

@@ -301,6 +301,9 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
 	pi->untracked = 0;
+	pi->opening = 0;
+	pi->removing = 0;
+	pi->untracked_cred = NULL;
 	pi->held = false;
 	pi->held_epoch = 0;
 	return &pi->vfs_inode;

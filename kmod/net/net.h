@@ -144,7 +144,7 @@ struct pfs_rpc {
 	 * (header.client_seq), whatever the status; 0: none
 	 */
 	u64 session_epoch;
-	u16 reply_flags;		/* the reply's header flags */
+	u32 reply_flags;		/* the reply's header flags */
 	int rail;			/* the rail it went by; -1: none */
 
 	/* transport-private */

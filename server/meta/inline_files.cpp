@@ -33,6 +33,10 @@ ChunkStore& InlineFiles::store() const { return *service_->store(PFS_INLINE_TARG
 
 awaitable<Result<ChunkHold>> InlineFiles::admit(const ChunkAccess& access) {
     if (!ns_) co_return Error{-EAGAIN, "the namespace is not loaded yet"};
+    // A copy would hold its source while its destination's admission
+    // waits for holds to end: two files, or one, could wait for each
+    // other for good. Clients copy inline data through their own memory.
+    if (access.type == PFS_MSG_CHUNK_COPY) co_return Error{-EXDEV, "the inline store copies nothing"};
     // The sizes and mtimes the file's writes recorded go to disk with it.
     if (access.type == PFS_MSG_CHUNK_SYNC) {
         if (auto st = co_await durable_(); !st) co_return st.error();
@@ -77,6 +81,9 @@ awaitable<Status> InlineFiles::move_out(const pfs_entry_id& file) {
     const EntryKey key = EntryKey::of(file);
     if (auto it = state_.find(key); it != state_.end() && it->second.moving) {
         co_await wait(file);
+        // That move may have failed: the data is still here.
+        if (auto limit = ns_->inline_max(file); limit && *limit != 0)
+            co_return Error{-EIO, "the file's inline data could not be moved to its storage targets"};
         co_return ok_status();
     }
     auto moving = std::make_shared<asio::steady_timer>(ex_, asio::steady_timer::time_point::max());
@@ -132,6 +139,12 @@ awaitable<Status> InlineFiles::copy_out(const pfs_entry_id& file, const StripeLa
 }
 
 awaitable<Result<StripeLayout>> InlineFiles::layout_for(const pfs_entry_id& file, bool client_follows) {
+    // Not amid a move: its change of layout is durable only at its end (a
+    // crash before would bring the data back inline, without what a
+    // client wrote to the targets meanwhile), and it may fail.
+    for (auto it = state_.find(EntryKey::of(file)); it != state_.end() && it->second.moving;
+         it = state_.find(EntryKey::of(file)))
+        co_await wait(file);
     auto limit = ns_->inline_max(file);
     if (!limit) co_return limit.error();
     auto layout = ns_->layout(file);

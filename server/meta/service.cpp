@@ -366,11 +366,13 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
         watched(req, m.dir);
         watched(req, created->attr.id);
     }
+    // Counted last: an error after the count would leave an open that no
+    // client closes.
+    auto layout = co_await layout_for(req, created->attr.id);
+    if (!layout && S_ISREG(created->attr.mode)) co_return Reply::from(layout.error());
     if (m.flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
-    auto layout = co_await layout_for(req, created->attr.id);
-    if (!layout && S_ISREG(created->attr.mode)) co_return Reply::from(layout.error());
     Reply reply = co_await finish(attr_and_layout(created->attr, layout));
     if (m.flags & PFS_CREATE_FIND) co_return said_made(std::move(reply), created->created);
     co_return reply;
@@ -397,10 +399,17 @@ awaitable<Reply> Service::create_tmpfile(Request& req, const pfs_create& m, cons
     auto made = co_await with_targets(
         [&] { return ns_->tmpfile(m.dir, m.mode, who.uid, who.gid, now(), choose, follows_inline(req)); });
     if (!made) co_return Reply::from(made.error());
-    if (auto st = open_for(req.frame.header.client_id, made->id); !st) co_return Reply::from(st.error());
+    // Counted at once (nothing else keeps it), and closed again when no
+    // layout can be given.
+    const uint64_t client = req.frame.header.client_id;
+    if (auto st = open_for(client, made->id); !st) co_return Reply::from(st.error());
     watched(req, made->id);
     auto layout = co_await layout_for(req, made->id);
-    if (!layout) co_return Reply::from(layout.error());
+    if (!layout) {
+        std::vector<FreedFile> freed;
+        if (auto closed = close_for(client, made->id); closed && *closed) freed.push_back(std::move(**closed));
+        co_return co_await finish(Reply::from(layout.error()), std::move(freed));
+    }
     co_return co_await finish(attr_and_layout(*made, layout));
 }
 

@@ -33,6 +33,9 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 Status Service::open_for(uint64_t client, const pfs_entry_id& id) {
+    // A session that ended while the request waited (it expired) would
+    // keep no record of the open, and nothing would ever close it.
+    if (client && !sessions_.has(client)) return Error{-ESTALE, "the client's session ended during the open"};
     if (auto st = ns_->open(id); !st) return st;
     if (client) sessions_.add_open(client, id);
     return ok_status();

@@ -9,7 +9,8 @@
 # its old inline layout reads the new data (PFS_E_MOVED: pfs.ko fetches the
 # layout again); a read-only open brings the whole content of an inline
 # file into the page cache (reading it then sends no request) and is not
-# counted by pfs-meta (no CLOSE; our own rm counts it first); a write's
+# counted by pfs-meta (no CLOSE; our own rm counts it first; after
+# another mount's rm it still reads what it has cached); a write's
 # size reaches pfs-meta with the data, before the writer closes; pfs-fsx
 # runs on an inline file from two mounts (reads, writes, mmap, O_DIRECT,
 # truncates, fallocate, copy_file_range across the move). No oops, no
@@ -189,6 +190,28 @@ sys.exit(data != open(sys.argv[1], "rb").read())' $src/f5 ||
 [ "$(inline_chunks)" -eq 37 ] || fail "f5's inline data deleted while still open"
 exec 3<&-
 wait_until "f5's inline data deleted after the close" eval '[ "$(inline_chunks)" -eq 36 ]'
+
+step "another mount's rm frees a file open uncounted: the open still reads what it has"
+# pfs-meta counted no open of M3's, so the rm frees f6 at once. M3 asks for
+# the attributes at every read (attr_ttl=0), finds the file gone and goes
+# on reading the pages its open brought, at nlink 0.
+M3=/mnt/pfs3
+mount_pfs $M3 attr_ttl=0
+exec 4< $M3/in/f6
+rm $M1/in/f6
+wait_until "f6's inline data deleted" eval '[ "$(inline_chunks)" -eq 35 ]'
+python3 -c '
+import os, sys
+data = b""
+while chunk := os.read(4, 1 << 16):
+    data += chunk
+if data != open(sys.argv[1], "rb").read():
+    sys.exit("the data read differs")
+if os.fstat(4).st_nlink != 0:
+    sys.exit("nlink %d, not 0" % os.fstat(4).st_nlink)' $src/f6 ||
+	fail "f6 not read whole through an open made before another mount's rm"
+exec 4<&-
+umount_pfs $M3
 
 # -l 64K: the file never outgrows inline-max, so every operation is on
 # the inline store; then one that does (up to 512 KiB), moved early on.
