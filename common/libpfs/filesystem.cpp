@@ -107,13 +107,16 @@ awaitable<Result<Reply>> FileSystem::meta_reply(const pfs_entry_id& owner, uint1
 awaitable<Result<FileSystem::OpenReply>> FileSystem::open_call(const pfs_entry_id& owner, uint16_t type,
                                                                Result<Bytes> payload, uint64_t* epoch,
                                                                bool read_only) {
-    auto data = read_only ? std::make_shared<Bytes>(kOpenContentMax) : nullptr;
+    // Room for the content (not zeroed: only what arrives is kept), then
+    // a copy of just what came, so a handle of a small file holds that much.
+    auto room = read_only ? std::make_unique_for_overwrite<uint8_t[]>(kOpenContentMax) : nullptr;
     Bulk bulk;
-    if (data) bulk.into = *data;
+    if (room) bulk.into = std::span<uint8_t>(room.get(), kOpenContentMax);
     bulk.untracked = read_only;
     auto r = co_await meta_reply(owner, type, std::move(payload), epoch, bulk);
     if (!r) co_return r.error();
-    if (data) data->resize(r->data_len);
+    std::shared_ptr<Bytes> data;
+    if (room) data = std::make_shared<Bytes>(room.get(), room.get() + std::min<size_t>(r->data_len, kOpenContentMax));
     co_return OpenReply{std::move(r->body), std::move(data), (r->flags & PFS_FLAG_UNTRACKED) != 0};
 }
 
@@ -539,12 +542,12 @@ awaitable<Result<size_t>> FileSystem::read(OpenFile& file, uint64_t offset, std:
     uint64_t size = std::max<uint64_t>(file.attr.size, file.written_end);
     if (offset >= size) co_return size_t{0};
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), size - offset));
+    // Read with the open, while the file is no larger than it was then;
+    // once it is known to have grown, where its data is now.
+    if (file.content && (file.open_flags & O_ACCMODE) == O_RDONLY && size > file.content->size())
+        file.content.reset();
     if (file.content && (file.open_flags & O_ACCMODE) == O_RDONLY) {
-        // Read with the open: what lies past the data reads as zeros.
-        const Bytes& data = *file.content;
-        const size_t have = offset < data.size() ? std::min(n, static_cast<size_t>(data.size() - offset)) : 0;
-        std::copy_n(data.begin() + static_cast<ptrdiff_t>(offset), have, out.begin());
-        std::fill(out.begin() + static_cast<ptrdiff_t>(have), out.begin() + static_cast<ptrdiff_t>(n), 0);
+        std::copy_n(file.content->begin() + static_cast<ptrdiff_t>(offset), n, out.begin());
         co_return n;
     }
     auto st = co_await with_layout(file, [&](const StripeLayout& layout) {
@@ -565,6 +568,10 @@ awaitable<Result<pfs_attr>> FileSystem::attr(OpenFile& file) {
 
 awaitable<Status> FileSystem::write(OpenFile& file, uint64_t offset, std::span<const uint8_t> data) {
     if ((file.attr.mode & S_IFMT) != S_IFREG) co_return Error{-EINVAL, "not a regular file"};
+    if (offset > PFS_MAX_FILE_OFFSET || data.size() > PFS_MAX_FILE_OFFSET - offset)
+        co_return Error{-EFBIG, "a write past the largest file offset"};
+    // Writes nothing and changes nothing, not even the size (POSIX).
+    if (data.empty()) co_return ok_status();
     if (auto checked = co_await check(file); !checked) co_return checked;
     bool recorded = false;
     auto st = co_await with_layout(file, [&](const StripeLayout& layout) {

@@ -115,20 +115,28 @@ awaitable<Status> StripedIo::truncate(const StripeLayout& layout, const pfs_entr
 awaitable<Status> StripedIo::sync(const StripeLayout& layout, const pfs_entry_id& file, WriteVerifiers* verifiers) {
     if (auto st = check_layout(layout); !st) co_return st;
     std::vector<Task<Unit>> tasks;
+    // A loss is told once (the verifiers start over): it goes first,
+    // ahead of another target's timeout, or a retry would return 0.
+    std::optional<Error> lost;
     for (uint32_t target : layout.targets) {
-        tasks.push_back([this, &file, target, verifiers]() -> awaitable<Result<Unit>> {
+        tasks.push_back([this, &file, &lost, target, verifiers]() -> awaitable<Result<Unit>> {
             auto body = co_await cluster_.call_chunk_ok(file, target, PFS_MSG_CHUNK_SYNC,
                                                          encode(pfs_x_chunk_ref, chunk_ref(file, target)));
             if (!body) co_return body.error();
             auto synced = decode(*body, pfs_x_chunk_synced);
             if (!synced) co_return synced.error();
             if (verifiers) {
-                if (auto st = verifiers->synced(target, synced->verifier); !st) co_return st.error();
+                if (auto st = verifiers->synced(target, synced->verifier); !st) {
+                    if (!lost) lost = st.error();
+                    co_return st.error();
+                }
             }
             co_return Unit{};
         });
     }
-    co_return first_error(co_await gather(std::move(tasks)));
+    auto results = co_await gather(std::move(tasks));
+    if (lost) co_return *lost;
+    co_return first_error(results);
 }
 
 awaitable<Status> StripedIo::unlink(const StripeLayout& layout, const pfs_entry_id& file) {

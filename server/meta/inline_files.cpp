@@ -179,6 +179,32 @@ awaitable<std::optional<SharedBytes>> InlineFiles::content(const pfs_entry_id& f
     co_return SharedBytes(std::move(whole));
 }
 
+awaitable<size_t> InlineFiles::sweep() {
+    size_t deleted = 0;
+    if (!service_ || !ns_) co_return deleted;
+    pfs_chunk_cookie from{};
+    for (;;) {
+        // A page at a time, between requests (listing blocks: it is short).
+        auto page = store().list(from, 1024);
+        if (!page) {
+            log::warn("cannot list the inline store", {{"error", page.error().message}});
+            co_return deleted;
+        }
+        for (const auto& e : page->entries) {
+            auto limit = ns_->inline_max(e.id);
+            // Files with requests under way or a move: theirs to settle.
+            if ((limit && *limit != 0) || state_.contains(EntryKey::of(e.id))) continue;
+            if (auto st = co_await store().unlink(e.id); st)
+                ++deleted;
+            else
+                log::warn("leftover inline data not deleted", {{"ino", e.id.ino}, {"error", st.error().message}});
+        }
+        if (page->eof) co_return deleted;
+        from = page->next;
+        co_await asio::post(ex_, asio::use_awaitable);
+    }
+}
+
 void InlineFiles::forget(const FreedFile& freed) {
     if (!freed.was_inline || !service_) return;
     asio::co_spawn(

@@ -55,6 +55,10 @@ public:
     // A freed file's inline data, deleted (best effort: after a crash in
     // between, the next start sweeps it).
     void forget(const FreedFile& freed);
+    // At start: deletes the data of files that are gone, or whose data
+    // moved out, which a crash (or a write that landed after forget) left
+    // here. Returns how many files' data it deleted.
+    awaitable<size_t> sweep();
 
 private:
     struct Moving;

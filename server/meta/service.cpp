@@ -189,6 +189,8 @@ awaitable<void> Service::purge_orphans() {
         if (!st) co_return;
         if (*freed) delete_chunks(std::move(**freed));
     }
+    if (size_t n = co_await inline_.sweep(); n > 0)
+        log::info("deleted inline data a crash left behind", {{"files", n}});
 }
 
 awaitable<Reply> Service::moved_reply(const Request& req, std::vector<pfs_entry_id> ids, Outcome out) {

@@ -52,7 +52,8 @@ public:
     Status open_inline(const std::filesystem::path& dir);
     // SIGTERM: chunk deletions still queued go out, inline data to disk.
     awaitable<void> stop_cleanly();
-    // Frees the files a crash left unlinked but not yet removed.
+    // Frees the files a crash left unlinked but not yet removed, and
+    // deletes the inline data a crash left behind (InlineFiles::sweep).
     awaitable<void> purge_orphans();
     // Chunk deletions still queued go out now (clean shutdown).
     awaitable<void> flush_deletions() { return reaper_.flush(); }
@@ -246,6 +247,9 @@ private:
     Durable durable_;
     std::optional<Error> stopped_;
     Sessions sessions_;
+    // Opens of requests without a client id (no session), per file: a
+    // CLOSE without one may undo only these, never a session's.
+    std::map<EntryKey, uint32_t> sessionless_opens_;
     LockTable locks_;
     Callbacks callbacks_;
     DirPlacement placement_;

@@ -37,7 +37,10 @@ Status Service::open_for(uint64_t client, const pfs_entry_id& id) {
     // keep no record of the open, and nothing would ever close it.
     if (client && !sessions_.has(client)) return Error{-ESTALE, "the client's session ended during the open"};
     if (auto st = ns_->open(id); !st) return st;
-    if (client) sessions_.add_open(client, id);
+    if (client)
+        sessions_.add_open(client, id);
+    else
+        ++sessionless_opens_[EntryKey::of(id)];
     return ok_status();
 }
 
@@ -46,6 +49,12 @@ Result<std::optional<FreedFile>> Service::close_for(uint64_t client, const pfs_e
     // lost (it expired, or the server restarted) is not another one's.
     if (client && !sessions_.remove_open(client, id))
         return Error{-EBADF, "inode " + std::to_string(id.ino) + " is not open by this client"};
+    if (!client) {
+        auto it = sessionless_opens_.find(EntryKey::of(id));
+        if (it == sessionless_opens_.end())
+            return Error{-EBADF, "inode " + std::to_string(id.ino) + " has no open without a client id"};
+        if (--it->second == 0) sessionless_opens_.erase(it);
+    }
     return ns_->close(id);
 }
 

@@ -1,6 +1,7 @@
 // Inline files against real daemons: a small file's data stays with its
 // metadata server (no chunk on any storage target), reads back through
-// another client, survives kill -9 of pfs-meta once fsync'd, moves to the
+// another client, survives kill -9 of pfs-meta once fsync'd (whose restart
+// deletes inline data a crash left behind), moves to the
 // storage targets when a write or a truncate takes it past the directory's
 // inline-max (a client holding the old layout is sent after it:
 // PFS_E_MOVED), and a client that does not follow inline layouts (as
@@ -8,10 +9,12 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include <fcntl.h>
 #include <signal.h>
 
+#include "chunk_store.hpp"
 #include "filesystem.hpp"
 #include "fs_waits.hpp"
 #include "test_cluster.hpp"
@@ -206,9 +209,21 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
         REQUIRE(file);
         REQUIRE_OK(co_await s.fs.fsync(*file));
         s.tc.daemon("m1").kill(SIGKILL);
+        // What a crash can leave in the store: data of a file the journal
+        // freed (or moved out) before the store deleted it.
+        pfs_entry_id gone = file->attr.id;
+        gone.ino += 1000;
+        const auto leftover = s.tc.dir() / "m1" / "inline" / ChunkStore::chunk_path(gone);
+        std::filesystem::create_directories(leftover.parent_path());
+        std::ofstream(leftover, std::ios::binary) << std::string(100, 'x');
         s.tc.daemon("m1").start();
         const bool back = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
         REQUIRE(back);
+        const bool swept = co_await test::eventually(s.io, 10s, [&]() -> awaitable<bool> {
+            co_return !std::filesystem::exists(leftover);
+        });
+        CHECK(swept);
+        CHECK(s.inline_chunks() == 1);
         auto seen = co_await read_path(s.fs, "/f", data.size());
         REQUIRE(seen);
         CHECK(*seen == data);
@@ -330,6 +345,22 @@ TEST_CASE("a read-only open of an inline file brings its content: one round trip
         auto seen = co_await read_all(s.other, *reader, expect.size());
         REQUIRE(seen);
         CHECK(*seen == expect);
+        // Once the handle learns the file grew, it reads where the data
+        // is now, not zeros past what the open brought.
+        auto grower = co_await s.fs.open("/f", O_WRONLY);
+        REQUIRE(grower);
+        REQUIRE_OK(co_await s.fs.write(*grower, 9000, Bytes(3000, 0x66)));
+        // A write of nothing far out changes nothing, not even the size.
+        REQUIRE_OK(co_await s.fs.write(*grower, 1u << 20, {}));
+        REQUIRE_OK(co_await s.fs.close(*grower));
+        auto grown = co_await s.other.attr(*reader);
+        REQUIRE(grown);
+        CHECK(grown->size == 12000);
+        auto longer = co_await read_all(s.other, *reader, 12000);
+        REQUIRE(longer);
+        REQUIRE(longer->size() == 12000);
+        CHECK((*longer)[0] == 0x77);
+        CHECK((*longer)[11999] == 0x66);
         REQUIRE_OK(co_await s.other.close(*reader));
         // A new open sees the write.
         auto again = co_await read_path(s.other, "/f", expect.size());
