@@ -625,6 +625,8 @@ awaitable<Status> FileSystem::fsync(OpenFile& file) {
 }
 
 awaitable<Status> FileSystem::close(OpenFile& file) {
+    // Closed already: a second CLOSE would undo another handle's open.
+    if (file.owner == 0) co_return Error{-EBADF, "the file is closed"};
     const pfs_entry_id id = file.attr.id;
     Status st = file.gone ? ok_status() : co_await report_size(file, SizeReport::lazy);
     if (file.locked) {
