@@ -333,32 +333,51 @@ static bool pfs_untracked_begin(struct inode *inode)
 
 	mutex_lock(&pi->untracked_lock);
 	may = !pi->removing;
-	if (may)
-		pi->opening++;
+	if (may && !pi->opening++ && !pi->untracked_cred)
+		pi->untracked_cred = get_cred(current_cred());
 	mutex_unlock(&pi->untracked_lock);
 	return may;
 }
 
-/* Called with untracked_lock held: the hold is let go when nothing needs it. */
-static u64 pfs_untracked_unneeded(struct pfs_inode_info *pi)
+/*
+ * Called with untracked_lock held: with no uncounted open left, nor one on
+ * its way, the credentials and the hold are let go (the caller puts the
+ * one and closes the other).
+ */
+static u64 pfs_untracked_unneeded(struct pfs_inode_info *pi,
+				  const struct cred **cred)
 {
-	if (pi->untracked || pi->opening || !pi->held)
+	*cred = NULL;
+	if (pi->untracked || pi->opening)
+		return 0;
+	*cred = pi->untracked_cred;
+	pi->untracked_cred = NULL;
+	if (!pi->held)
 		return 0;
 	pi->held = false;
 	return pi->held_epoch;
 }
 
+static void pfs_untracked_let_go(struct inode *inode, const struct cred *cred,
+				 u64 close)
+{
+	if (cred)
+		put_cred(cred);
+	if (close)
+		pfs_close_later(inode->i_sb, &PFS_I(inode)->id, close);
+}
+
 static void pfs_untracked_end(struct inode *inode)
 {
 	struct pfs_inode_info *pi = PFS_I(inode);
+	const struct cred *cred;
 	u64 close;
 
 	mutex_lock(&pi->untracked_lock);
 	pi->opening--;
-	close = pfs_untracked_unneeded(pi);
+	close = pfs_untracked_unneeded(pi, &cred);
 	mutex_unlock(&pi->untracked_lock);
-	if (close)
-		pfs_close_later(inode->i_sb, &pi->id, close);
+	pfs_untracked_let_go(inode, cred, close);
 }
 
 /*
@@ -374,7 +393,8 @@ void pfs_file_opened(struct file *file, u64 epoch)
 	if (epoch != PFS_EPOCH_UNTRACKED)
 		return;
 	mutex_lock(&pi->untracked_lock);
-	if (!pi->untracked++)
+	pi->untracked++;
+	if (!pi->untracked_cred)
 		pi->untracked_cred = get_cred(file->f_cred);
 	mutex_unlock(&pi->untracked_lock);
 }
@@ -386,16 +406,10 @@ static void pfs_untracked_put(struct inode *inode)
 	u64 close = 0;
 
 	mutex_lock(&pi->untracked_lock);
-	if (pi->untracked && !--pi->untracked) {
-		cred = pi->untracked_cred;
-		pi->untracked_cred = NULL;
-		close = pfs_untracked_unneeded(pi);
-	}
+	if (pi->untracked && !--pi->untracked)
+		close = pfs_untracked_unneeded(pi, &cred);
 	mutex_unlock(&pi->untracked_lock);
-	if (cred)
-		put_cred(cred);
-	if (close)
-		pfs_close_later(inode->i_sb, &pi->id, close);
+	pfs_untracked_let_go(inode, cred, close);
 }
 
 /*

@@ -32,7 +32,7 @@ if [ "$(id -u)" = 0 ] && [ "$installs" -gt 0 ]; then
   mkdir -p "$build/install-test"
   set -m   # its own process group: killed whole if the tests end first
   nice -n 19 ionice -c 3 "$top/tests/kernel/install/run-install-test.sh" --packages-only \
-    --work "$build/install-test" > "$build/install-test/packages.log" 2>&1 &
+    --work "$build/install-test" < /dev/null > "$build/install-test/packages.log" 2>&1 &
   packager=$!
   set +m
 fi

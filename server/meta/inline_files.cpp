@@ -190,14 +190,26 @@ awaitable<size_t> InlineFiles::sweep() {
             log::warn("cannot list the inline store", {{"error", page.error().message}});
             co_return deleted;
         }
-        for (const auto& e : page->entries) {
-            auto limit = ns_->inline_max(e.id);
-            // Files with requests under way or a move: theirs to settle.
-            if ((limit && *limit != 0) || state_.contains(EntryKey::of(e.id))) continue;
-            if (auto st = co_await store().unlink(e.id); st)
+        // Files gone, or moved out, and with no request under way nor a
+        // move (theirs to settle)...
+        auto leftover = [this](const pfs_entry_id& id) {
+            auto limit = ns_->inline_max(id);
+            return (!limit || *limit == 0) && !state_.contains(EntryKey::of(id));
+        };
+        std::vector<pfs_entry_id> candidates;
+        for (const auto& e : page->entries)
+            if (leftover(e.id)) candidates.push_back(e.id);
+        // ...durably so: an unlink or move just applied is not on disk yet,
+        // and a crash would bring the file back without its data.
+        if (!candidates.empty()) {
+            if (auto st = co_await durable_(); !st) co_return deleted;
+        }
+        for (const auto& id : candidates) {
+            if (!leftover(id)) continue;
+            if (auto st = co_await store().unlink(id); st)
                 ++deleted;
             else
-                log::warn("leftover inline data not deleted", {{"ino", e.id.ino}, {"error", st.error().message}});
+                log::warn("leftover inline data not deleted", {{"ino", id.ino}, {"error", st.error().message}});
         }
         if (page->eof) co_return deleted;
         from = page->next;

@@ -111,7 +111,6 @@ else
 	rm -rf "$work/pkg"
 	echo "$stamp" > "$debs/.stamp"
 fi
-exec 9>&-
 [ "$packages_only" = 0 ] || exit 0
 say "lintian $debs/$version/pfs_${version}_*.changes:"
 lintian --fail-on error,warning --display-info "$debs/$version/pfs_${version}_"*.changes 2>&1 |
@@ -125,6 +124,7 @@ cp "$debs/$version"/*.deb "$debs/$next"/*.deb "$debs/both/"
 "$top/packaging/repo/make-repo.sh" --debs "$debs/$version" --out "$work/repo-$version" --gnupg-home "$work/gnupg" 2> /dev/null
 "$top/packaging/repo/make-repo.sh" --debs "$debs/both" --out "$work/repo-$next" --gnupg-home "$work/gnupg" 2> /dev/null
 rm -rf "$debs/both"
+exec 9>&-	# the packages are in the repositories: another build may go on
 
 # ---- 3. the node's root -------------------------------------------------------------
 
