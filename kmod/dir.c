@@ -86,7 +86,6 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	unsigned int gen = pfs_names_gen(inode);
 	unsigned int notices = atomic_read(&PFS_SB(inode->i_sb)->notices);
 	struct pfs_readdir m = {
-		.dir = PFS_I(inode)->id,
 		.cookie = ctx->pos,
 		.max_entries = PFS_READDIR_BATCH,
 	};
@@ -100,6 +99,10 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	void *req;
 	int rc;
 
+	/* A striped directory's cookie names the shard that goes on. */
+	rc = pfs_cookie_dir(inode, ctx->pos, &m.dir);
+	if (rc)
+		return rc;
 	req = pfs_encode(pfs_x_readdir, &m, &len);
 	if (IS_ERR(req))
 		return PTR_ERR(req);

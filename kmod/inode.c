@@ -168,6 +168,9 @@ int pfs_inode_update(struct inode *inode, const struct pfs_attr *attr)
 		inode_set_flags(inode, 0, S_NOSEC);
 	}
 	pfs_xattrs_known(inode, attr->xattrs, &ctime);
+	/* A directory is striped from its mkdir on, or never. */
+	if (S_ISDIR(inode->i_mode) && (attr->xattrs & PFS_ATTR_STRIPED))
+		set_bit(PFS_INO_STRIPED, &pi->flags);
 	/*
 	 * Writers extend i_size under i_lock too (pfs_i_size_extend), without
 	 * the inode lock held here: reading and setting the size in one

@@ -3,7 +3,8 @@
  * Names: lookup and the dentry cache's bounded staleness, and the
  * operations that change a directory (create, mkdir, symlink, link,
  * unlink, rmdir, rename). Every one is a single request to the metadata
- * server that owns the directory.
+ * server that owns the directory, or the shard of a striped directory
+ * that keeps the name (shard.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -33,8 +34,9 @@ static int pfs_lookup_name(struct inode *dir, const struct qstr *name,
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
-	m->dir = PFS_I(dir)->id;
-	rc = pfs_set_name(m->name, name);
+	rc = pfs_name_dir(dir, name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, name);
 	if (!rc)
 		rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LOOKUP,
 				       pfs_x_name_req, m, attr, NULL);
@@ -300,8 +302,12 @@ static struct pfs_create *pfs_create_req(struct inode *dir,
 	m->dir = PFS_I(dir)->id;
 	m->mode = mode & 07777;
 	m->flags = flags;
-	rc = flags & PFS_CREATE_TMPFILE ? 0 :
-		pfs_set_name(m->name, &dentry->d_name);
+	rc = 0;
+	if (!(flags & PFS_CREATE_TMPFILE)) {
+		rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+		if (!rc)
+			rc = pfs_set_name(m->name, &dentry->d_name);
+	}
 	if (rc) {
 		kfree(m);
 		return ERR_PTR(rc);
@@ -407,9 +413,10 @@ static int pfs_open_name(struct inode *dir, struct dentry *dentry,
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
-	m->dir = PFS_I(dir)->id;
 	m->flags = flags;
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, &dentry->d_name);
 	if (!rc)
 		rc = pfs_meta_open_msg(dir->i_sb, &m->dir, PFS_MSG_OPEN_NAME,
 				       pfs_x_open_name, m, attr, layout, epoch,
@@ -699,9 +706,10 @@ static int pfs_symlink(pfs_idmap_t *idmap, struct inode *dir,
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
-	m->dir = PFS_I(dir)->id;
 	strscpy(m->target, target, sizeof(m->target));
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, &dentry->d_name);
 	if (rc)
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_SYMLINK,
@@ -740,10 +748,11 @@ static int pfs_mknod(pfs_idmap_t *idmap, struct inode *dir,
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		goto out;
-	m->dir = PFS_I(dir)->id;
 	m->mode = mode;
 	m->rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? new_encode_dev(rdev) : 0;
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, &dentry->d_name);
 	if (rc)
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_MKNOD, pfs_x_mknod,
@@ -777,8 +786,9 @@ static int pfs_link(struct dentry *old_dentry, struct inode *dir,
 	if (!m)
 		return -ENOMEM;
 	m->id = PFS_I(inode)->id;
-	m->dir = PFS_I(dir)->id;
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, &dentry->d_name);
 	if (rc)
 		goto out;
 	rc = pfs_meta_attr_msg(dir->i_sb, &m->dir, PFS_MSG_LINK, pfs_x_link,
@@ -806,8 +816,9 @@ static int pfs_remove(struct inode *dir, struct dentry *dentry, u16 type)
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
-	m->dir = PFS_I(dir)->id;
-	rc = pfs_set_name(m->name, &dentry->d_name);
+	rc = pfs_name_dir(dir, &dentry->d_name, &m->dir);
+	if (!rc)
+		rc = pfs_set_name(m->name, &dentry->d_name);
 	if (!rc)
 		rc = pfs_meta_simple(dir->i_sb, &m->dir, type, pfs_x_name_req,
 				     m);
@@ -848,6 +859,7 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	unsigned int old_gen = pfs_names_gen(old_dir);
 	unsigned int new_gen = pfs_names_gen(new_dir);
 	struct pfs_rename *m;
+	u32 src_node, dst_node;
 	int rc;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
@@ -855,12 +867,19 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
 		return -ENOMEM;
-	m->src_dir = PFS_I(old_dir)->id;
-	m->dst_dir = PFS_I(new_dir)->id;
 	m->flags = flags;
+	rc = pfs_name_dir(old_dir, &old_dentry->d_name, &m->src_dir);
+	if (!rc)
+		rc = pfs_name_dir(new_dir, &new_dentry->d_name, &m->dst_dir);
+	if (rc) {
+		kfree(m);
+		return rc;
+	}
 	replaced = target && !(flags & RENAME_EXCHANGE) ? target : NULL;
 	if (replaced)
 		pfs_untracked_hold(replaced);
+	src_node = m->src_dir.owner_node;
+	dst_node = m->dst_dir.owner_node;
 	rc = pfs_set_name(m->src_name, &old_dentry->d_name);
 	if (!rc)
 		rc = pfs_set_name(m->dst_name, &new_dentry->d_name);
@@ -891,7 +910,7 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	 * The source's server made the change; the target directory's server
 	 * added the entry on its behalf and watches nothing for us there.
 	 */
-	if (PFS_I(old_dir)->id.owner_node != PFS_I(new_dir)->id.owner_node)
+	if (src_node != dst_node)
 		WRITE_ONCE(old_dentry->d_time, 0);
 	return 0;
 }

@@ -170,6 +170,12 @@ struct pfs_inode_info {
 	 */
 	atomic_t names_gen;
 	/*
+	 * striped directories (PFS_INO_STRIPED): every shard, this one first,
+	 * as DIR_SHARDS gave them; NULL until first needed, then immutable
+	 * (shard.c)
+	 */
+	struct pfs_dir_shards *shards;
+	/*
 	 * regular files: our opens the metadata server does not count
 	 * (PFS_EPOCH_UNTRACKED), with the credentials of one of them; OPENs
 	 * on their way that asked not to be counted; unlinks and renames of
@@ -219,6 +225,8 @@ enum {
 	 * have it on disk yet, and the next fsync reports again
 	 */
 	PFS_INO_SIZE_LAZY,
+	/* directories: striped over metadata servers (PFS_ATTR_STRIPED) */
+	PFS_INO_STRIPED,
 };
 
 /* file->private_data of a regular file (file.c, lock.c) */
@@ -425,6 +433,15 @@ int pfs_attr_check(u16 type, const struct pfs_attr *attr);
 #define pfs_meta_attr_msg(sb, owner, type, xfn, msg, attr, layout)	\
 	pfs_meta_open_msg(sb, owner, type, xfn, msg, attr, layout, NULL, NULL, \
 			  NULL)
+
+/*
+ * shard.c: striped directories. The directory (its shard) whose server
+ * keeps name, or that a READDIR from cookie goes to: dir itself unless it
+ * is striped. 0 or -errno (the shards could not be asked).
+ */
+int pfs_name_dir(struct inode *dir, const struct qstr *name,
+		 struct pfs_entry_id *out);
+int pfs_cookie_dir(struct inode *dir, u64 cookie, struct pfs_entry_id *out);
 
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;

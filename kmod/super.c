@@ -300,6 +300,7 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pfs_write_behind_init(&pi->vfs_inode);
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
+	pi->shards = NULL;
 	pi->untracked = 0;
 	pi->opening = 0;
 	pi->removing = 0;
@@ -321,6 +322,8 @@ static void pfs_free_inode(struct inode *inode)
 	pi->old_layout = NULL;
 	pfs_verfs_free(pi->old_verfs);
 	pi->old_verfs = NULL;
+	kfree(pi->shards);
+	pi->shards = NULL;
 	kmem_cache_free(pfs_inode_cachep, pi);
 }
 

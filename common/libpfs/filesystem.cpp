@@ -157,27 +157,64 @@ awaitable<Result<pfs_attr>> FileSystem::walk(std::string_view path, bool use_cac
     auto now = std::chrono::steady_clock::now();
     Result<pfs_attr> attr = Error{};
     pfs_entry_id at = *dir;
+    bool striped = false;  // the root never is
     for (size_t i = 0; i < parts.size(); ++i) {
         bool last = i + 1 == parts.size();
         if (use_cache && !last) {
             auto hit = dir_cache_.find(cache_key(at, parts[i]));
             if (hit != dir_cache_.end() && hit->second.expires > now) {
                 at = hit->second.id;
+                striped = hit->second.striped;
                 continue;
             }
         }
+        auto where = co_await name_dir(at, striped, parts[i]);
+        if (!where) co_return where.error();
         // A notice that arrives while the LOOKUP is out may be about what
         // its reply says: the reply (on another connection, or sent before
         // the change) may then be older than the notice, and is not cached.
         const uint64_t notices_before = notices_;
-        attr = co_await attr_call(at, PFS_MSG_LOOKUP, name_req(at, parts[i]));
+        attr = co_await attr_call(*where, PFS_MSG_LOOKUP, name_req(*where, parts[i]));
         if (!attr) break;
+        striped = (attr->xattrs & PFS_ATTR_STRIPED) != 0;
         if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0 &&
             notices_ == notices_before)
-            dir_cache_[cache_key(at, parts[i])] = CachedDir{at, attr->id, now + options_.dir_cache_ttl};
+            dir_cache_[cache_key(at, parts[i])] = CachedDir{*where, attr->id, striped, now + options_.dir_cache_ttl};
         at = attr->id;
     }
     co_return attr;
+}
+
+awaitable<Result<const std::vector<pfs_entry_id>*>> FileSystem::shards_of(const pfs_entry_id& dir) {
+    const std::string key = cache_key(dir, {});
+    if (auto it = shards_.find(key); it != shards_.end()) co_return &it->second;
+    auto body = co_await meta(dir, PFS_MSG_DIR_SHARDS, encode(pfs_x_entry_id, dir));
+    if (!body) co_return body.error();
+    auto list = std::make_unique<pfs_dir_shards>();
+    if (auto st = decode_payload(*body, [&](pfs_xdr* x) { pfs_x_dir_shards(x, list.get()); }); !st)
+        co_return st.error();
+    if (list->ids[0].ino != dir.ino || list->ids[0].owner_node != dir.owner_node)
+        co_return Error{PFS_E_PROTO, "DIR_SHARDS named another directory first"};
+    auto& ids = shards_[key];
+    ids.assign(list->ids, list->ids + list->count);
+    co_return &ids;
+}
+
+awaitable<Result<pfs_entry_id>> FileSystem::name_dir(const pfs_entry_id& dir, bool striped, std::string_view name) {
+    if (!striped || name == "." || name == "..") co_return dir;
+    auto ids = co_await shards_of(dir);
+    if (!ids) co_return ids.error();
+    co_return (**ids)[pfs_dir_shard(name.data(), static_cast<uint32_t>(name.size()),
+                                    static_cast<uint32_t>((*ids)->size()))];
+}
+
+awaitable<Result<std::vector<pfs_entry_id>>> FileSystem::shards(std::string_view path) {
+    auto dir = co_await resolve(path);
+    if (!dir) co_return dir.error();
+    if ((dir->mode & S_IFMT) != S_IFDIR) co_return Error{-ENOTDIR, std::string(path) + " is not a directory"};
+    auto ids = co_await shards_of(dir->id);
+    if (!ids) co_return ids.error();
+    co_return **ids;
 }
 
 awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_view path) {
@@ -188,16 +225,19 @@ awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_vie
     auto dir = co_await resolve(dir_path);
     if (!dir) co_return dir.error();
     if ((dir->mode & S_IFMT) != S_IFDIR) co_return Error{-ENOTDIR, dir_path + " is not a directory"};
-    co_return Parent{dir->id, std::string(parts.back())};
+    auto where = co_await name_dir(dir->id, (dir->xattrs & PFS_ATTR_STRIPED) != 0, parts.back());
+    if (!where) co_return where.error();
+    co_return Parent{*where, std::string(parts.back())};
 }
 
 awaitable<Result<pfs_attr>> FileSystem::stat(std::string_view path) { co_return co_await resolve(path); }
 
-awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode, uint32_t meta_node) {
+awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode, uint32_t meta_node,
+                                               uint32_t stripes) {
     auto parent = co_await resolve_parent(path);
     if (!parent) co_return parent.error();
-    if (meta_node != 0) {
-        pfs_mkdir_on m{parent->dir, {}, mode, meta_node};
+    if (meta_node != 0 || stripes != 0) {
+        pfs_mkdir_on m{parent->dir, {}, mode, meta_node, stripes};
         if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
         co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR_ON, encode(pfs_x_mkdir_on, m));
     }
@@ -303,7 +343,14 @@ awaitable<Result<std::vector<Entry>>> FileSystem::list(const pfs_entry_id& dir, 
     std::vector<Entry> entries;
     pfs_readdir req{dir, 0, 1024};
     for (;;) {
-        auto body = co_await meta(dir, type, encode(pfs_x_readdir, req));
+        // A striped directory's cookies name the shard to ask next.
+        if (const uint32_t shard = pfs_cookie_shard(req.cookie); shard > 0) {
+            auto ids = co_await shards_of(dir);
+            if (!ids) co_return ids.error();
+            if (shard >= (*ids)->size()) co_return Error{PFS_E_PROTO, "readdir cookie of no shard"};
+            req.dir = (**ids)[shard];
+        }
+        auto body = co_await meta(req.dir, type, encode(pfs_x_readdir, req));
         if (!body) co_return body.error();
         pfs_dir_page page{};
         std::vector<pfs_dirent_plus> ents;
@@ -317,7 +364,8 @@ awaitable<Result<std::vector<Entry>>> FileSystem::list(const pfs_entry_id& dir, 
         for (const auto& e : ents)
             entries.push_back(
                 Entry{e.ent.name, e.ent.id, e.ent.type, e.has_attr ? std::optional(e.attr) : std::nullopt});
-        if (page.eof || ents.empty()) break;
+        // An empty page moves on only to another shard.
+        if (page.eof || (ents.empty() && pfs_cookie_shard(page.next_cookie) <= pfs_cookie_shard(req.cookie))) break;
         req.cookie = page.next_cookie;
     }
     co_return entries;

@@ -86,8 +86,13 @@ public:
 
     awaitable<Result<pfs_attr>> stat(std::string_view path);
     // meta_node: the metadata server for the new directory (0: the
-    // parent's server decides, by its placement policy).
-    awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755, uint32_t meta_node = 0);
+    // parent's server decides, by its placement policy). stripes: the
+    // metadata servers it is striped over, handed down to its
+    // subdirectories (0: as its parent's pattern says).
+    awaitable<Result<pfs_attr>> mkdir(std::string_view path, uint32_t mode = 0755, uint32_t meta_node = 0,
+                                      uint32_t stripes = 0);
+    // A directory's shards (DIR_SHARDS): itself alone unless striped.
+    awaitable<Result<std::vector<pfs_entry_id>>> shards(std::string_view dir);
     awaitable<Status> rmdir(std::string_view path);
     awaitable<Status> unlink(std::string_view path);
     awaitable<Status> rename(std::string_view from, std::string_view to, uint32_t flags = 0);
@@ -173,10 +178,15 @@ private:
     awaitable<Result<pfs_attr>> resolve(std::string_view path);
     awaitable<Result<pfs_attr>> walk(std::string_view path, bool use_cache);
     struct CachedDir {
-        pfs_entry_id parent{};
+        pfs_entry_id parent{};  // the directory (its shard) that names it
         pfs_entry_id id{};
+        bool striped = false;  // PFS_ATTR_STRIPED
         std::chrono::steady_clock::time_point expires;
     };
+    // Where name's entry in dir is: dir, or its shard when striped (the
+    // shards asked once: they never change).
+    awaitable<Result<pfs_entry_id>> name_dir(const pfs_entry_id& dir, bool striped, std::string_view name);
+    awaitable<Result<const std::vector<pfs_entry_id>*>> shards_of(const pfs_entry_id& dir);
     static std::string cache_key(const pfs_entry_id& dir, std::string_view name);
     // An INVALIDATE notice: cached names in or of the entries go (count 0,
     // INVALIDATE_ALL: all of them).
@@ -231,6 +241,7 @@ private:
     FileSystemOptions options_;
     Credentials as_;
     std::unordered_map<std::string, CachedDir> dir_cache_;
+    std::unordered_map<std::string, std::vector<pfs_entry_id>> shards_;  // of striped directories
     uint64_t notices_ = 0;  // INVALIDATE notices received: a LOOKUP that saw one arrive is not cached
     SessionKeeper keeper_;
     uint64_t next_owner_ = 1;

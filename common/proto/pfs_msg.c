@@ -442,9 +442,11 @@ int pfs_x_pattern(struct pfs_xdr *x, struct pfs_pattern *m)
 	pfs_x_u32(x, &m->num_targets);
 	pfs_x_u32(x, &m->pool_id);
 	pfs_x_u32(x, &m->inline_max);
+	pfs_x_u32(x, &m->dir_stripes);
 	if (pfs_xdr_decoding(x) && !x->err &&
 	    (pfs_stripe_check(m->chunk_size, m->num_targets) ||
-	     m->inline_max > m->chunk_size || m->inline_max > PFS_INLINE_MAX))
+	     m->inline_max > m->chunk_size || m->inline_max > PFS_INLINE_MAX ||
+	     m->dir_stripes > PFS_DIR_SHARDS_MAX))
 		x->err = -EBADMSG;
 	return x->err;
 }
@@ -675,7 +677,11 @@ int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m)
 	pfs_x_entry_id(x, &m->dir);
 	pfs_x_str(x, m->name, sizeof(m->name));
 	pfs_x_flags32(x, &m->mode, 07777);
-	return pfs_x_u32(x, &m->node);
+	pfs_x_u32(x, &m->node);
+	pfs_x_u32(x, &m->stripes);
+	if (pfs_xdr_decoding(x) && !x->err && m->stripes > PFS_DIR_SHARDS_MAX)
+		x->err = -EBADMSG;
+	return x->err;
 }
 
 int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m)
@@ -684,7 +690,19 @@ int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m)
 	pfs_x_flags32(x, &m->mode, 07777);
 	pfs_x_u32(x, &m->uid);
 	pfs_x_u32(x, &m->gid);
-	return pfs_x_pattern(x, &m->pattern);
+	pfs_x_pattern(x, &m->pattern);
+	pfs_x_u32(x, &m->stripes);
+	pfs_x_u32(x, &m->shard_index);
+	if (pfs_xdr_decoding(x) && !x->err &&
+	    (m->stripes > PFS_DIR_SHARDS_MAX ||
+	     (m->shard_index && m->shard_index >= m->stripes)))
+		x->err = -EBADMSG;
+	return x->err;
+}
+
+int pfs_x_dir_shards(struct pfs_xdr *x, struct pfs_dir_shards *m)
+{
+	return pfs_x_entry_ids(x, &m->count, m->ids, PFS_DIR_SHARDS_MAX);
 }
 
 int pfs_x_rmdir_detached(struct pfs_xdr *x, struct pfs_rmdir_detached *m)
@@ -925,6 +943,10 @@ const char *pfs_status_name(__s32 status)
 		return "unknown storage pool";
 	case PFS_E_INTERNAL:
 		return "internal server error";
+	case PFS_E_MOVED:
+		return "data moved to the storage targets";
+	case PFS_E_WRONG_SHARD:
+		return "name of another shard of a striped directory";
 	}
 	return status > 0 && status < 1000 ? "system error" : "unknown status";
 }
@@ -948,6 +970,8 @@ int pfs_status_to_errno(__s32 status)
 		return -ENOENT;
 	case PFS_E_MOVED:
 		return -EREMCHG;	/* callers fetch the layout again */
+	case PFS_E_WRONG_SHARD:
+		return -EREMOTE;	/* callers ask DIR_SHARDS */
 	}
 	if (status > 0 && status < 1000)
 		return -status;

@@ -29,8 +29,11 @@
  * 10: the inline store records a write's size and mtime and answers with
  * the file's attributes (struct pfs_inline_written)
  * 11: read-only opens given an inline file's whole content need no CLOSE
- * (PFS_FLAG_UNTRACKED) */
-#define PFS_PROTO_VERSION	11
+ * (PFS_FLAG_UNTRACKED)
+ * 12: striped directories (pfs_pattern.dir_stripes, pfs_mkdir_on.stripes,
+ * pfs_mkdir_detached's shard fields, DIR_SHARDS, PFS_E_WRONG_SHARD, shard
+ * indexes in readdir cookies) */
+#define PFS_PROTO_VERSION	12
 #define PFS_HEADER_SIZE		48
 #define PFS_MAX_PAYLOAD		(16u << 20)
 
@@ -247,6 +250,7 @@ enum pfs_role {
 	X(GET_LAYOUT, 238, PFS_SENT_BY_ANY)	/* entry_id -> layout */ \
 	X(MKNOD, 239, PFS_SENT_BY_ANY)		/* pfs_mknod -> attr */	\
 	X(READDIR_PLUS, 240, PFS_SENT_BY_ANY)	/* -> dir_page + dirent_plus */ \
+	X(DIR_SHARDS, 241, PFS_SENT_BY_ANY)	/* entry_id -> pfs_dir_shards */ \
 	/* storage: chunk files, one per file per target */		\
 	X(CHUNK_WRITE, 300, PFS_SENT_BY_ANY)	/* chunk_io + data */	\
 	X(CHUNK_READ, 301, PFS_SENT_BY_ANY)	/* chunk_io -> data */	\
@@ -311,6 +315,20 @@ enum pfs_msg_type {
  * then, without PFS_FALLOC_KEEP_SIZE, raises the size to the range's end.
  * GET_LAYOUT answers a file's layout without opening it (st_blocks and
  * SEEK_DATA of a file not opened yet).
+ *
+ * Striped directories. A directory made with stripes > 1 (MKDIR_ON, or a
+ * parent whose pattern has dir_stripes > 1) keeps its entries in that
+ * many shards on different metadata servers: shard 0 is the directory
+ * itself, the others are detached directories of other servers whose
+ * parent is the directory (pfs_mkdir_detached.shard_index). A name lives
+ * in shard pfs_dir_shard(name): the client sends LOOKUP, CREATE, MKDIR,
+ * UNLINK, RENAME, ... for it to that shard (the directory's id replaced
+ * by the shard's), and a server given a name of another shard answers
+ * PFS_E_WRONG_SHARD. DIR_SHARDS lists a directory's shards (one, itself,
+ * when it is not striped); the list never changes while it exists.
+ * READDIR goes shard by shard: a cookie's bits from
+ * PFS_COOKIE_SHARD_SHIFT up name the shard it belongs to, and a shard's
+ * last page ends with the next shard's first cookie and eof 0.
  */
 
 /* Mask of the roles that may send type as a request; 0 for none. */
@@ -336,6 +354,12 @@ enum pfs_status {
 	 * again (GET_LAYOUT) and send the request where it now says.
 	 */
 	PFS_E_MOVED = 1008,
+	/*
+	 * A name sent to a shard of a striped directory that is not the
+	 * name's (pfs_dir_shard), or a READDIR cookie of another shard: ask
+	 * DIR_SHARDS and send the request to the right shard.
+	 */
+	PFS_E_WRONG_SHARD = 1009,
 };
 
 const char *pfs_status_name(__s32 status);
@@ -675,6 +699,8 @@ enum pfs_attr_xattrs {
 	PFS_ATTR_ACL_ACCESS = 1u << 0,	/* system.posix_acl_access */
 	PFS_ATTR_ACL_DEFAULT = 1u << 1,	/* system.posix_acl_default */
 	PFS_ATTR_SECURITY = 1u << 2,	/* any security.* */
+	/* not an xattr: a striped directory (see DIR_SHARDS) */
+	PFS_ATTR_STRIPED = 1u << 3,
 };
 
 struct pfs_attr {
@@ -712,13 +738,16 @@ struct pfs_layout {
 /*
  * What a directory hands down to new entries. inline_max: files created
  * here keep up to this many bytes with their metadata server (0: none;
- * at most chunk_size and PFS_INLINE_MAX).
+ * at most chunk_size and PFS_INLINE_MAX). dir_stripes: directories made
+ * here are striped over this many metadata servers (0 and 1: not; at most
+ * PFS_DIR_SHARDS_MAX, and as many as there are metadata servers).
  */
 struct pfs_pattern {
 	__u32 chunk_size;
 	__u32 num_targets;
 	__u32 pool_id;
 	__u32 inline_max;
+	__u32 dir_stripes;
 };
 #define PFS_INLINE_MAX		(1u << 20)
 
@@ -951,16 +980,63 @@ struct pfs_mkdir_on {
 	char name[PFS_NAME_MAX];
 	__u32 mode;		/* permission bits */
 	__u32 node;		/* metadata node id; 0: the server picks */
+	/* shards of the new directory (0: as the parent's pattern says) */
+	__u32 stripes;
 };
 
-/* The new directory's attributes as the parent's owner decided them. */
+/*
+ * The new directory's attributes as the parent's owner decided them.
+ * shard_index 0: a directory for an entry in parent, striped over
+ * `stripes` servers when that is above 1 (its server makes the other
+ * shards). shard_index 1 and up: that shard of parent, a striped
+ * directory of `stripes` shards.
+ */
 struct pfs_mkdir_detached {
 	struct pfs_entry_id parent;
 	__u32 mode;		/* permission bits */
 	__u32 uid;
 	__u32 gid;
 	struct pfs_pattern pattern;
+	__u32 stripes;		/* <= PFS_DIR_SHARDS_MAX */
+	__u32 shard_index;	/* < stripes */
 };
+
+/* A directory's shards, in shard order; the first is the directory. */
+#define PFS_DIR_SHARDS_MAX	64
+struct pfs_dir_shards {
+	__u32 count;		/* 1..PFS_DIR_SHARDS_MAX */
+	struct pfs_entry_id ids[PFS_DIR_SHARDS_MAX];
+};
+
+/*
+ * READDIR cookies of a striped directory: the shard index above this bit,
+ * the shard's own cookie below it (shard 0's are plain cookies).
+ */
+#define PFS_COOKIE_SHARD_SHIFT	48
+#define PFS_COOKIE_LOCAL_MASK	((1ull << PFS_COOKIE_SHARD_SHIFT) - 1)
+
+static inline __u32 pfs_cookie_shard(__u64 cookie)
+{
+	return (__u32)(cookie >> PFS_COOKIE_SHARD_SHIFT);
+}
+
+/*
+ * The shard of a striped directory of `count` shards that keeps `name`
+ * (len bytes): FNV-1a, the same on every client and server.
+ */
+static inline __u32 pfs_dir_shard(const char *name, __u32 len, __u32 count)
+{
+	__u32 h = 2166136261u;
+	__u32 i;
+
+	if (count <= 1)
+		return 0;
+	for (i = 0; i < len; i++) {
+		h ^= (__u8)name[i];
+		h *= 16777619u;
+	}
+	return h % count;
+}
 
 enum pfs_rmdir_phase {
 	PFS_RMDIR_PREPARE = 1,	/* empty? then refuse new entries */
@@ -1375,6 +1451,7 @@ int pfs_x_create_made(struct pfs_xdr *x, struct pfs_create_made *m);
 int pfs_x_open_name(struct pfs_xdr *x, struct pfs_open_name *m);
 int pfs_x_mkdir_on(struct pfs_xdr *x, struct pfs_mkdir_on *m);
 int pfs_x_mkdir_detached(struct pfs_xdr *x, struct pfs_mkdir_detached *m);
+int pfs_x_dir_shards(struct pfs_xdr *x, struct pfs_dir_shards *m);
 int pfs_x_rmdir_detached(struct pfs_xdr *x, struct pfs_rmdir_detached *m);
 int pfs_x_entry_check(struct pfs_xdr *x, struct pfs_entry_check *m);
 int pfs_x_entry_states(struct pfs_xdr *x, struct pfs_entry_states *m);

@@ -53,6 +53,9 @@ struct StripePattern {
     // Files made here keep up to this many bytes with the metadata server
     // (0: none); at most chunk_size and PFS_INLINE_MAX.
     uint32_t inline_max = 0;
+    // Directories made here are striped over this many metadata servers
+    // (0, 1: not striped); at most PFS_DIR_SHARDS_MAX.
+    uint32_t dir_stripes = 0;
     friend bool operator==(const StripePattern&, const StripePattern&) = default;
 };
 
@@ -120,12 +123,30 @@ struct RemoteParent {
     bool moving() const { return state == PFS_DETACHED_MOVING; }
 };
 
+// A directory striped over metadata servers keeps each name in shard
+// pfs_dir_shard(name, count). Shard 0 is the directory itself; the others
+// are detached directories of other servers whose RemoteParent is it.
+struct DirShards {
+    uint32_t index = 0;
+    uint32_t count = 1;  // 1: not striped
+    // Shard 0 only: every shard's id, its own first.
+    std::vector<pfs_entry_id> ids{};
+
+    bool striped() const { return count > 1; }
+    // Whether `name` belongs in this shard ("." and ".." in every one).
+    bool keeps(std::string_view name) const {
+        return !striped() || name == "." || name == ".." ||
+               pfs_dir_shard(name.data(), static_cast<uint32_t>(name.size()), count) == index;
+    }
+};
+
 struct DirBody {
     // Behind a pointer: most inodes are files, and a directory's two indexes
     // would otherwise make every inode as big as a directory.
     std::unique_ptr<Directory> entries = std::make_unique<Directory>();
     uint64_t parent = kRootIno;  // for ".." and the rename loop check
     StripePattern pattern;
+    DirShards shards{};
 };
 
 struct SymlinkBody {

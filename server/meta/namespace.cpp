@@ -59,10 +59,57 @@ pfs_entry_id Namespace::root() const { return inodes_.at(kRootIno).attr.id; }
 
 pfs_entry_id Namespace::next_id() const { return pfs_entry_id{next_ino_, owner_, kGeneration}; }
 
-Status Namespace::check_new_id(const pfs_entry_id& id) const {
-    if (id.owner_node != owner_ || id.ino < next_ino_ || id.generation == 0)
+Status Namespace::check_new_id(const pfs_entry_id& id, bool reserved) const {
+    // A reserved id may be passed by ids handed out after it; it is still
+    // no inode's.
+    const bool fresh = id.ino >= next_ino_ || (reserved && id.ino > kRootIno && !inodes_.contains(id.ino));
+    if (id.owner_node != owner_ || !fresh || id.generation == 0)
         return fail(-EINVAL, "inode id " + std::to_string(id.ino) + " is not a fresh id of this server");
     return ok_status();
+}
+
+pfs_entry_id Namespace::reserve_dir_id() {
+    pfs_entry_id id = next_id();
+    reserved_.insert(next_ino_++);
+    return id;
+}
+
+void Namespace::release_dir_id(const pfs_entry_id& id) { reserved_.erase(id.ino); }
+
+Result<DirShards> Namespace::shards(const pfs_entry_id& dir) const {
+    auto d = find_dir(dir);
+    if (!d) return d.error();
+    return (*d)->dir().shards;
+}
+
+std::optional<pfs_entry_id> Namespace::shard_master(const pfs_entry_id& id) const {
+    auto d = find(id);
+    if (!d || !(*d)->is_dir() || (*d)->dir().shards.index == 0) return std::nullopt;
+    return (*d)->remote->dir;
+}
+
+Result<DirShards> Namespace::new_shards(const pfs_entry_id& id, const std::vector<pfs_entry_id>& ids,
+                                        uint32_t index, uint32_t count) const {
+    if (index > 0) {
+        if (!ids.empty() || count < 2 || count > PFS_DIR_SHARDS_MAX || index >= count)
+            return fail(-EINVAL, "invalid shard of a striped directory");
+        return DirShards{.index = index, .count = count};
+    }
+    if (ids.empty()) return DirShards{};
+    if (ids.size() < 2 || ids.size() > PFS_DIR_SHARDS_MAX || !same_id(ids[0], id))
+        return fail(-EINVAL, "invalid shards of a striped directory");
+    for (size_t i = 1; i < ids.size(); ++i) {
+        if (is_local(ids[i]) || ids[i].ino == 0 || ids[i].generation == 0 || names(ids[i]))
+            return fail(-EINVAL, "a striped directory's shard is no fresh directory of another server");
+        for (size_t j = 1; j < i; ++j)
+            if (same_id(ids[i], ids[j])) return fail(-EINVAL, "a striped directory repeats a shard");
+    }
+    return DirShards{.index = 0, .count = static_cast<uint32_t>(ids.size()), .ids = ids};
+}
+
+void Namespace::add_shard_entries(const Inode& dir) {
+    const auto& ids = dir.dir().shards.ids;
+    for (size_t i = 1; i < ids.size(); ++i) remote_entries_.emplace(EntryKey::of(ids[i]), dir.attr.id.ino);
 }
 
 Result<const Inode*> Namespace::find(const pfs_entry_id& id) const {
@@ -94,6 +141,9 @@ Result<Inode*> Namespace::find_dir(const pfs_entry_id& id) {
 Attr Namespace::attr_of(const Inode& node) const {
     Attr a = node.attr;
     if (node.is_dir()) a.size = node.dir().entries->size();
+    // Its subdirectories are counted in shards elsewhere: "unknown", as
+    // btrfs says (find(1) then looks into every directory).
+    if (node.is_dir() && node.dir().shards.striped()) a.nlink = 1;
     if (const auto* file = std::get_if<FileBody>(&node.body)) a.blocks = file->blocks;
     a.xattrs = 0;
     if (node.xattrs.contains(std::string_view(kAclAccess))) a.xattrs |= PFS_ATTR_ACL_ACCESS;
@@ -101,6 +151,7 @@ Attr Namespace::attr_of(const Inode& node) const {
     constexpr std::string_view security = "security.";
     auto it = node.xattrs.lower_bound(security);
     if (it != node.xattrs.end() && it->first.starts_with(security)) a.xattrs |= PFS_ATTR_SECURITY;
+    if (node.is_dir() && node.dir().shards.striped()) a.xattrs |= PFS_ATTR_STRIPED;
     return a;
 }
 
@@ -117,7 +168,10 @@ Namespace::Ancestry Namespace::ancestry(uint64_t ino, uint64_t ancestor) const {
 pfs_entry_id Namespace::parent_of(const Inode& dir) const {
     // A moving directory's parent is the one whose entry still counts.
     if (dir.remote) return dir.remote->moving() ? dir.remote->from : dir.remote->dir;
-    return inodes_.at(dir.dir().parent).attr.id;
+    const Inode& parent = inodes_.at(dir.dir().parent);
+    // In a shard of a striped directory: that directory.
+    if (parent.dir().shards.index > 0) return parent.remote->dir;
+    return parent.attr.id;
 }
 
 Result<Inode*> Namespace::entry_inode(const Directory::Slot& slot) {
@@ -145,6 +199,7 @@ Result<Directory::Slot> Namespace::resolve(const pfs_entry_id& dir, std::string_
     auto d = find_dir(dir);
     if (!d) return d.error();
     if (auto st = check_name(name); !st) return st.error();
+    if (auto st = check_shard(**d, name); !st) return st.error();
     const DirBody& body = (*d)->dir();
     if (name == ".") return Directory::Slot{dir, DT_DIR, 1};
     if (name == "..") return Directory::Slot{parent_of(**d), DT_DIR, 2};
@@ -185,17 +240,27 @@ Result<DirPage> Namespace::readdir(const pfs_entry_id& dir, uint64_t cookie, uin
     if (!d) return d.error();
     if (max_entries == 0) return fail(-EINVAL, "readdir of zero entries");
     const DirBody& body = (*d)->dir();
+    // A shard's cookies carry its index (PFS_COOKIE_SHARD_SHIFT); "." and
+    // ".." are shard 0's, and a shard's end leads to the next shard.
+    const DirShards& shards = body.shards;
+    const uint64_t shard_bits = uint64_t{shards.index} << PFS_COOKIE_SHARD_SHIFT;
+    if (shards.striped() && pfs_cookie_shard(cookie) != shards.index)
+        return fail(PFS_E_WRONG_SHARD, "readdir cookie of shard " + std::to_string(pfs_cookie_shard(cookie)) +
+                                           ", not " + std::to_string(shards.index));
+    const uint64_t local = shards.striped() ? cookie & PFS_COOKIE_LOCAL_MASK : cookie;
     DirPage page;
     page.next_cookie = cookie;
     page.entries.reserve(std::min<size_t>(max_entries, body.entries->size() + 2));
     auto emit = [&](std::string_view name, const pfs_entry_id& id, uint8_t type, uint64_t c) {
-        page.entries.push_back(DirEntry{std::string(name), id, type, c});
-        page.next_cookie = c;
+        page.entries.push_back(DirEntry{std::string(name), id, type, shard_bits | c});
+        page.next_cookie = shard_bits | c;
     };
-    if (cookie < 1) emit(".", (*d)->attr.id, DT_DIR, 1);
-    if (cookie < 2) {
-        if (page.entries.size() == max_entries) return page;
-        emit("..", parent_of(**d), DT_DIR, 2);
+    if (shards.index == 0) {
+        if (local < 1) emit(".", (*d)->attr.id, DT_DIR, 1);
+        if (local < 2) {
+            if (page.entries.size() == max_entries) return page;
+            emit("..", parent_of(**d), DT_DIR, 2);
+        }
     }
     page.eof = true;
     auto entry = [&](std::string_view name, const Directory::Slot& s) {
@@ -206,7 +271,11 @@ Result<DirPage> Namespace::readdir(const pfs_entry_id& dir, uint64_t cookie, uin
         emit(name, s.id, s.type, s.cookie);
         return true;
     };
-    body.entries->for_each_after(std::max<uint64_t>(cookie, 2), entry);
+    body.entries->for_each_after(std::max<uint64_t>(local, 2), entry);
+    if (page.eof && shards.index + 1 < shards.count) {
+        page.eof = false;
+        page.next_cookie = uint64_t{shards.index + 1} << PFS_COOKIE_SHARD_SHIFT;
+    }
     return page;
 }
 
@@ -332,17 +401,22 @@ Result<Namespace::NewDir> Namespace::plan_dir(const pfs_entry_id& dir, std::stri
 }
 
 Result<Attr> Namespace::mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
-                              uint32_t gid, Timespec now) {
+                              uint32_t gid, Timespec now, std::vector<pfs_entry_id> shards,
+                              std::optional<uint32_t> dir_stripes) {
     auto plan = plan_dir(dir, name, mode, uid, gid);
     if (!plan) return plan.error();
+    if (dir_stripes) plan->pattern.dir_stripes = *dir_stripes;
+    if (!shards.empty() && !reserved_.contains(shards[0].ino))
+        return fail(-EINVAL, "a striped directory's id was not reserved");
     MkdirOp op{.parent = dir,
                .name = std::string(name),
-               .id = next_id(),
+               .id = shards.empty() ? next_id() : shards[0],
                .mode = plan->mode,
                .uid = plan->uid,
                .gid = plan->gid,
                .pattern = plan->pattern,
-               .now = now};
+               .now = now,
+               .shards = std::move(shards)};
     auto done = apply(op);
     if (!done) return done.error();
     return done->attr;
@@ -540,6 +614,8 @@ std::optional<FreedFile> Namespace::free_inode(uint64_t ino) {
         reaping_.insert_or_assign(EntryKey::of(it->second.attr.id), file->layout);
         freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size, file->inline_max != 0};
     }
+    if (const auto* dir = std::get_if<DirBody>(&it->second.body))
+        for (size_t i = 1; i < dir->shards.ids.size(); ++i) remote_entries_.erase(EntryKey::of(dir->shards.ids[i]));
     count(it->second, -1);
     orphans_.erase(ino);
     inodes_.erase(it);

@@ -159,11 +159,14 @@ public:
     // unless link() names it first).
     Result<Attr> tmpfile(const pfs_entry_id& dir, uint32_t mode, uint32_t uid, uint32_t gid, Timespec now,
                          const ChooseTargets& choose, bool may_inline = false);
+    // shards: a striped directory's, its own reserved id (reserve_dir_id)
+    // first, the others made on other servers with it as their parent.
     Result<Attr> mkdir(const pfs_entry_id& dir, std::string_view name, uint32_t mode, uint32_t uid,
-                       uint32_t gid, Timespec now);
+                       uint32_t gid, Timespec now, std::vector<pfs_entry_id> shards = {},
+                       std::optional<uint32_t> dir_stripes = {});
     // What mkdir would give a new directory (set-group-ID inheritance, the
-    // parent's pattern) once the parent and the name pass its checks; for
-    // a directory made on another server.
+    // parent's pattern; dir_stripes: the pattern's, set) once the parent and
+    // the name pass its checks; for a directory made on another server.
     struct NewDir {
         uint32_t mode = 0;
         uint32_t uid = 0;
@@ -198,8 +201,22 @@ public:
     // On the new directory's server: a directory for an entry in parent,
     // a directory of another server; mode, owner and pattern as the
     // parent's owner decided them.
+    // shards: as mkdir's. place: a shard of parent, a striped directory of
+    // another server, instead of a directory for an entry in it.
     Result<Attr> mkdir_detached(const pfs_entry_id& parent, uint32_t mode, uint32_t uid, uint32_t gid,
-                                const StripePattern& pattern, Timespec now);
+                                const StripePattern& pattern, Timespec now, std::vector<pfs_entry_id> shards = {},
+                                DirShards place = {});
+
+    // ---- striped directories ----
+    // A fresh id for a striped directory, known before it is made (its
+    // shards on other servers name it as their parent). Not journaled: an
+    // id never used is just skipped.
+    pfs_entry_id reserve_dir_id();
+    void release_dir_id(const pfs_entry_id& id);
+    // Where dir's entries are (not striped: count 1).
+    Result<DirShards> shards(const pfs_entry_id& dir) const;
+    // The striped directory id is a shard of (index 1 and up), if it is one.
+    std::optional<pfs_entry_id> shard_master(const pfs_entry_id& id) const;
     // CONFIRMED, or REMOVING (-ENOTEMPTY unless an empty directory), or
     // CREATED.
     Status set_detached_state(const pfs_entry_id& id, uint8_t state);
@@ -284,7 +301,13 @@ private:
     // directory of another server.
     Result<Inode*> entry_inode(const Directory::Slot& slot);
 
-    Status check_new_id(const pfs_entry_id& id) const;
+    // reserved: a striped directory's id, which reserve_dir_id handed out
+    // (when replayed, one no inode has).
+    Status check_new_id(const pfs_entry_id& id, bool reserved = false) const;
+    // A new directory's shards (DirShards) from its op, checked.
+    Result<DirShards> new_shards(const pfs_entry_id& id, const std::vector<pfs_entry_id>& ids, uint32_t index,
+                                 uint32_t count) const;
+    void add_shard_entries(const Inode& dir);
 
     Result<Outcome> run(const CreateOp& op);
     Result<Outcome> run(const MkdirOp& op);
@@ -333,6 +356,7 @@ private:
     std::set<uint64_t> detached_;                 // inodes with a remote entry (Inode::remote)
     std::map<EntryKey, uint64_t> remote_entries_;  // other servers' inodes an entry here names: its directory
     std::map<EntryKey, StripeLayout> reaping_;     // freed files whose chunks may remain
+    std::set<uint64_t> reserved_;                  // reserve_dir_id's, not used yet
     Counts counts_;
     std::function<void(const Op&)> observer_;
 };

@@ -25,9 +25,20 @@ inline Status check_name(std::string_view name) {
     return ok_status();
 }
 
-// A name for a new entry in parent (a directory): valid, and not taken.
+// A name of dir's own shard (a striped directory keeps each name in one).
+inline Status check_shard(const Inode& dir, std::string_view name) {
+    const DirShards& s = dir.dir().shards;
+    if (s.keeps(name)) return ok_status();
+    return fail(PFS_E_WRONG_SHARD, quoted(name) + " belongs to shard " +
+                                       std::to_string(pfs_dir_shard(name.data(), static_cast<uint32_t>(name.size()), s.count)) +
+                                       " of this striped directory, not " + std::to_string(s.index));
+}
+
+// A name for a new entry in parent (a directory): valid, its shard's, and
+// not taken.
 inline Status check_new_entry(const Inode& parent, std::string_view name) {
     if (auto st = check_name(name); !st) return st;
+    if (auto st = check_shard(parent, name); !st) return st;
     if (!parent.accepts_entries()) return fail(-ENOENT, "the directory is being removed");
     if (is_dot(name) || parent.dir().entries->find(name)) return fail(-EEXIST, quoted(name) + " exists");
     return ok_status();
@@ -53,7 +64,23 @@ inline Status check_time(const Timespec& t) {
     return ok_status();
 }
 
+// A directory's shards agree with each other: shard 0 lists them all
+// (itself first, distinct servers' ids), another only knows its place.
+inline bool check_shards(const Inode& dir) {
+    const DirShards& s = dir.dir().shards;
+    if (s.count == 0 || s.count > PFS_DIR_SHARDS_MAX || s.index >= s.count) return false;
+    if (s.index > 0) return s.ids.empty() && dir.remote.has_value();
+    if (!s.striped()) return s.ids.empty();
+    if (s.ids.size() != s.count || !same_id(s.ids[0], dir.attr.id)) return false;
+    for (size_t i = 1; i < s.ids.size(); ++i)
+        if (s.ids[i].owner_node == dir.attr.id.owner_node || s.ids[i].ino == 0 || s.ids[i].generation == 0)
+            return false;
+    return true;
+}
+
 inline Status check_pattern(const StripePattern& p) {
+    if (p.dir_stripes > PFS_DIR_SHARDS_MAX)
+        return fail(-EINVAL, "dir-stripes above " + std::to_string(PFS_DIR_SHARDS_MAX));
     if (pfs_stripe_check(p.chunk_size, p.num_targets) || p.pool_id == 0)
         return fail(-EINVAL, "invalid stripe pattern (chunk size a power of two in 64 KiB..1 GiB, "
                              "1..256 targets, a pool)");

@@ -13,7 +13,10 @@ namespace codec {
 namespace {
 
 // 2: patterns carry inline_max, CreateOp and TmpfileOp the file's.
-constexpr uint8_t kOpVersion = 2;
+// 3: patterns carry dir_stripes; MkdirOp and DetachedMkdirOp their shards.
+constexpr uint8_t kOpVersion = 3;
+
+void xfer_pattern(pfs_xdr* x, StripePattern& p, uint8_t version) { xfer(x, p, version >= 2, version >= 3); }
 
 void xfer_op(pfs_xdr* x, CreateOp& o, uint8_t version) {
     xfer(x, o.parent);
@@ -34,8 +37,9 @@ void xfer_op(pfs_xdr* x, MkdirOp& o, uint8_t version) {
     xfer(x, o.mode);
     xfer(x, o.uid);
     xfer(x, o.gid);
-    xfer(x, o.pattern, version >= 2);
+    xfer_pattern(x, o.pattern, version);
     xfer(x, o.now);
+    if (version >= 3) xfer(x, o.shards, PFS_DIR_SHARDS_MAX);
 }
 
 void xfer_op(pfs_xdr* x, SymlinkOp& o) {
@@ -105,7 +109,7 @@ void xfer_op(pfs_xdr* x, RemoveXattrOp& o) {
 
 void xfer_op(pfs_xdr* x, SetPatternOp& o, uint8_t version) {
     xfer(x, o.id);
-    xfer(x, o.pattern, version >= 2);
+    xfer_pattern(x, o.pattern, version);
     xfer(x, o.now);
 }
 
@@ -117,8 +121,12 @@ void xfer_op(pfs_xdr* x, DetachedMkdirOp& o, uint8_t version) {
     xfer(x, o.mode);
     xfer(x, o.uid);
     xfer(x, o.gid);
-    xfer(x, o.pattern, version >= 2);
+    xfer_pattern(x, o.pattern, version);
     xfer(x, o.now);
+    if (version < 3) return;
+    xfer(x, o.shards, PFS_DIR_SHARDS_MAX);
+    xfer(x, o.shard_index);
+    xfer(x, o.shard_count);
 }
 
 void xfer_op(pfs_xdr* x, DetachedStateOp& o) {

@@ -60,12 +60,22 @@ inline void xfer_str(pfs_xdr* x, std::string& s, uint32_t max) {
     pfs_x_bytes(x, s.data(), n);
 }
 
-// with_inline: op version 2 and snapshot version 6 on.
-inline void xfer(pfs_xdr* x, StripePattern& p, bool with_inline) {
+// with_inline: op version 2 and snapshot version 6 on; with_stripes: op
+// version 3 and snapshot version 7 on.
+inline void xfer(pfs_xdr* x, StripePattern& p, bool with_inline, bool with_stripes) {
     pfs_x_u32(x, &p.chunk_size);
     pfs_x_u32(x, &p.num_targets);
     pfs_x_u32(x, &p.pool_id);
     if (with_inline) pfs_x_u32(x, &p.inline_max);
+    if (with_stripes) pfs_x_u32(x, &p.dir_stripes);
+}
+
+// A list of entry ids of at most max.
+inline void xfer(pfs_xdr* x, std::vector<pfs_entry_id>& ids, uint32_t max) {
+    auto n = static_cast<uint32_t>(ids.size());
+    if (pfs_x_count(x, &n, max, 16)) return;
+    if (pfs_xdr_decoding(x)) ids.resize(n);
+    for (auto& id : ids) xfer(x, id);
 }
 
 inline void xfer(pfs_xdr* x, StripeLayout& l) {

@@ -45,16 +45,21 @@ Result<Outcome> Namespace::run(const MkdirOp& op) {
     auto parent = find_dir(op.parent);
     if (!parent) return parent.error();
     if (auto st = check_new_entry(**parent, op.name); !st) return st.error();
-    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (auto st = check_new_id(op.id, !op.shards.empty()); !st) return st.error();
     if (op.mode & ~07777u) return fail(-EINVAL, "invalid directory mode");
     if (auto st = check_pattern(op.pattern); !st) return st.error();
     if ((*parent)->attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
+    auto shards = new_shards(op.id, op.shards, 0, 0);
+    if (!shards) return shards.error();
     DirBody body;
     body.parent = op.parent.ino;
     body.pattern = op.pattern;
+    body.shards = std::move(*shards);
     Inode& node =
         add_inode(**parent, op.name, new_dir_attr(op.id, op.mode, op.uid, op.gid, op.now), std::move(body));
     ++(*parent)->attr.nlink;
+    add_shard_entries(node);
+    reserved_.erase(op.id.ino);
     return Outcome{.attr = attr_of(node)};
 }
 
@@ -151,6 +156,7 @@ Result<Outcome> Namespace::run(const UnlinkOp& op) {
     if (!parent) return parent.error();
     if (auto st = check_name(op.name); !st) return st.error();
     if (is_dot(op.name)) return fail(-EISDIR, quoted(op.name) + " is a directory");
+    if (auto st = check_shard(**parent, op.name); !st) return st.error();
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
     if (slot->type == DT_DIR) return fail(-EISDIR, quoted(op.name) + " is a directory");
@@ -183,6 +189,7 @@ Result<Outcome> Namespace::run(const RmdirOp& op) {
     if (auto st = check_name(op.name); !st) return st.error();
     if (op.name == ".") return fail(-EINVAL, "cannot remove '.'");
     if (op.name == "..") return fail(-ENOTEMPTY, "cannot remove '..'");
+    if (auto st = check_shard(**parent, op.name); !st) return st.error();
     const auto* slot = (*parent)->dir().entries->find(op.name);
     if (!slot) return fail(-ENOENT, "no entry " + quoted(op.name));
     if (slot->type != DT_DIR) return fail(-ENOTDIR, quoted(op.name) + " is no directory");
@@ -229,6 +236,8 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         return fail(noreplace ? -EEXIST : -EBUSY, "cannot rename onto " + quoted(op.dst_name));
     Inode& sp = **src_parent;
     Inode& dp = **dst_parent;
+    if (auto st = check_shard(sp, op.src_name); !st) return st.error();
+    if (auto st = check_shard(dp, op.dst_name); !st) return st.error();
     const auto* src_slot = sp.dir().entries->find(op.src_name);
     if (!src_slot) return fail(-ENOENT, "no entry " + quoted(op.src_name));
     const auto* dst_slot = dp.dir().entries->find(op.dst_name);
@@ -330,6 +339,9 @@ Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string
     if (src_is_dir && !victim.is_dir()) return fail(-ENOTDIR, quoted(name) + " is no directory");
     if (!src_is_dir && victim.is_dir()) return fail(-EISDIR, quoted(name) + " is a directory");
     if (victim.is_dir() && !victim.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(name) + " is not empty");
+    // Whether its other shards are empty is theirs to say.
+    if (victim.is_dir() && victim.dir().shards.striped())
+        return fail(-EXDEV, quoted(name) + " is a striped directory");
     return ok_status();
 }
 

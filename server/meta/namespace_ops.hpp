@@ -38,6 +38,9 @@ struct MkdirOp {
     uint32_t gid = 0;
     StripePattern pattern{};
     Timespec now{};
+    // A striped directory (op version 3 on): every shard's id, id first
+    // (a reserved id: Namespace::reserve_dir_id); empty: not striped.
+    std::vector<pfs_entry_id> shards{};
 };
 
 struct SymlinkOp {
@@ -142,6 +145,11 @@ struct DetachedMkdirOp {
     uint32_t gid = 0;
     StripePattern pattern{};
     Timespec now{};
+    // Op version 3 on. A striped directory: as MkdirOp::shards. Or a shard
+    // (index 1 and up) of parent, a striped directory of count shards.
+    std::vector<pfs_entry_id> shards{};
+    uint32_t shard_index = 0;
+    uint32_t shard_count = 0;
 };
 
 // A detached directory confirmed (CONFIRMED), its removal prepared

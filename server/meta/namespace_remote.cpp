@@ -62,14 +62,20 @@ std::vector<Detached> Namespace::unsettled() const {
 // ---- planning ----
 
 Result<Attr> Namespace::mkdir_detached(const pfs_entry_id& parent, uint32_t mode, uint32_t uid, uint32_t gid,
-                                       const StripePattern& pattern, Timespec now) {
+                                       const StripePattern& pattern, Timespec now, std::vector<pfs_entry_id> shards,
+                                       DirShards place) {
+    if (!shards.empty() && !reserved_.contains(shards[0].ino))
+        return fail(-EINVAL, "a striped directory's id was not reserved");
     auto done = apply(DetachedMkdirOp{.parent = parent,
-                                      .id = next_id(),
+                                      .id = shards.empty() ? next_id() : shards[0],
                                       .mode = mode,
                                       .uid = uid,
                                       .gid = gid,
                                       .pattern = pattern,
-                                      .now = now});
+                                      .now = now,
+                                      .shards = std::move(shards),
+                                      .shard_index = place.index,
+                                      .shard_count = place.index > 0 ? place.count : 0});
     if (!done) return done.error();
     return done->attr;
 }
@@ -145,19 +151,24 @@ Result<Outcome> Namespace::run(const DetachedMkdirOp& op) {
     if (auto st = check_time(op.now); !st) return st.error();
     if (is_local(op.parent) || op.parent.ino == 0 || op.parent.generation == 0)
         return fail(-EINVAL, "a detached directory's parent is on another server");
-    if (auto st = check_new_id(op.id); !st) return st.error();
+    if (auto st = check_new_id(op.id, !op.shards.empty()); !st) return st.error();
     if (op.mode & ~07777u) return fail(-EINVAL, "invalid directory mode");
     if (auto st = check_pattern(op.pattern); !st) return st.error();
+    auto shards = new_shards(op.id, op.shards, op.shard_index, op.shard_count);
+    if (!shards) return shards.error();
     Inode& node = inodes_[op.id.ino];
     node.attr = new_dir_attr(op.id, op.mode, op.uid, op.gid, op.now);
     DirBody body;
     body.parent = op.id.ino;
     body.pattern = op.pattern;
+    body.shards = std::move(*shards);
     node.body = std::move(body);
     node.remote = RemoteParent{op.parent, PFS_DETACHED_CREATED};
     next_ino_ = std::max<uint64_t>(next_ino_, op.id.ino + 1);
     detached_.insert(op.id.ino);
     count(node, +1);
+    add_shard_entries(node);
+    reserved_.erase(op.id.ino);
     return Outcome{.attr = attr_of(node)};
 }
 
@@ -250,6 +261,7 @@ Result<Outcome> Namespace::run(const MovedLinkOp& op) {
     Inode& p = **parent;
     if (auto st = check_name(op.name); !st) return st.error();
     if (is_dot(op.name)) return fail(-EBUSY, "cannot rename onto " + quoted(op.name));
+    if (auto st = check_shard(p, op.name); !st) return st.error();
     if (!p.accepts_entries()) return fail(-ENOENT, "the directory is being removed");
     if (!pfs_dtype_valid(op.type)) return fail(-EINVAL, "invalid entry type");
     const bool is_dir = op.type == DT_DIR;

@@ -36,7 +36,8 @@ constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 //    O_TMPFILE's file); special files (FIFOs, sockets, devices) are a kind
 //    of their own.
 // 6: patterns carry inline_max, files theirs (FileBody::inline_max).
-constexpr uint32_t kSnapshotVersion = 6;
+// 7: patterns carry dir_stripes, directories their shards (DirShards).
+constexpr uint32_t kSnapshotVersion = 7;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -127,10 +128,15 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
         if (version >= 6) xfer(x, file->inline_max);
     } else if (auto* dir = std::get_if<DirBody>(&n.body)) {
         xfer(x, dir->parent);
-        xfer(x, dir->pattern, version >= 6);
+        xfer(x, dir->pattern, version >= 6, version >= 7);
         xfer(x, dh.next_cookie);
         xfer(x, dh.entries);
         if (version == 2) xfer_remote_v2(x, n.remote);
+        if (version >= 7) {
+            xfer(x, dir->shards.index);
+            xfer(x, dir->shards.count);
+            xfer(x, dir->shards.ids, PFS_DIR_SHARDS_MAX);
+        }
     } else if (auto* link = std::get_if<SymlinkBody>(&n.body)) {
         xfer_str(x, link->target, kSymlinkMax);
     }
@@ -238,7 +244,7 @@ Status check_inode(const Inode& n, const Header& h) {
             return damaged(which + ": bad symlink");
     } else if (n.is_special()) {
         if (!pfs_mknod_mode_valid(a.mode) || a.size != 0) return damaged(which + ": bad special file");
-    } else if (!check_pattern(n.dir().pattern) || a.size != 0) {
+    } else if (!check_pattern(n.dir().pattern) || a.size != 0 || !check_shards(n)) {
         return damaged(which + ": bad directory");
     }
     if (a.rdev && !S_ISCHR(a.mode) && !S_ISBLK(a.mode)) return damaged(which + ": rdev of no device");
@@ -392,6 +398,9 @@ Status Namespace::verify() {
         if (!node.is_dir()) continue;
         Status st = ok_status();
         const pfs_entry_id dir_id = node.attr.id;
+        for (size_t i = 1; i < node.dir().shards.ids.size(); ++i)
+            if (!remote_entries_.emplace(EntryKey::of(node.dir().shards.ids[i]), ino).second)
+                return damaged("directory " + std::to_string(ino) + " has a shard named twice");
         node.dir().entries->for_each_after(0, [&](std::string_view, const Directory::Slot& s) {
             if (!is_local(s.id)) {
                 // Another server's inode: only its type is known here.

@@ -142,6 +142,7 @@ void Service::install() {
     bind(PFS_MSG_ENTRY_DROP, &Service::on_entry_drop, decoder_of(pfs_x_entry_id));
     bind(PFS_MSG_FALLOCATE, &Service::on_fallocate, decoder_of(pfs_x_fallocate));
     bind(PFS_MSG_GET_LAYOUT, &Service::on_get_layout, decoder_of(pfs_x_entry_id));
+    bind(PFS_MSG_DIR_SHARDS, &Service::on_dir_shards, decoder_of(pfs_x_entry_id));
 }
 
 awaitable<Reply> Service::finish(Result<Reply> reply, std::optional<FreedFile> freed) {
@@ -428,7 +429,7 @@ awaitable<Reply> Service::on_mkdir(Request& req) {
     auto m = body(req, pfs_x_create);
     if (!m) co_return malformed(PFS_MSG_MKDIR);
     if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());
-    co_return co_await make_dir(req, m->dir, m->name, m->mode, 0);
+    co_return co_await make_dir(req, m->dir, m->name, m->mode, 0, 0);
 }
 
 awaitable<Reply> Service::on_symlink(Request& req) {
@@ -497,6 +498,9 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
     }
     if (slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
         co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
+    if (slot && !is_dot(m->name))
+        if (auto shards = ns_->shards(slot->id); shards && shards->striped())
+            co_return co_await remove_striped_dir(req, m->dir, m->name, slot->id);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -556,6 +560,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     if (m->valid & (PFS_SET_SIZE | PFS_SET_SIZE_EXTEND)) changes.size = m->size;
     // Checked (and adjusted: set-ID bits) before anything is cut.
     if (auto st = ns_->may_setattr(m->id, caller(req), changes, !explicit_time); !st) co_return Reply::from(st.error());
+    if (auto st = co_await setattr_shards(*m); !st) co_return Reply::from(st.error());
     if (m->valid & PFS_SET_SIZE_EXTEND) {
         changes.size.reset();
         if (m->size > current->size) changes.size = m->size;
@@ -720,6 +725,7 @@ awaitable<Reply> Service::on_setxattr(Request& req) {
     if (auto may = ns_->may_xattr(m.id, caller(req), name, true); !may) co_return Reply::from(may.error());
     if (name == kAclAccess || name == kAclDefault) {
         if (auto valid = check_acl(value, name == kAclDefault); !valid) co_return Reply::from(valid.error());
+        if (auto st = co_await xattr_shards(m, PFS_MSG_SETXATTR, value); !st) co_return Reply::from(st.error());
     }
     auto st = ns_->set_xattr(m.id, m.name, value, m.flags, now());
     if (st) changed(req, std::span<const pfs_entry_id>(&m.id, 1));
@@ -745,6 +751,7 @@ awaitable<Reply> Service::on_removexattr(Request& req) {
     auto m = body(req, pfs_x_xattr_req);
     if (!m) co_return malformed(PFS_MSG_REMOVEXATTR);
     if (auto may = ns_->may_xattr(m->id, caller(req), m->name, true); !may) co_return Reply::from(may.error());
+    if (auto st = co_await xattr_shards(*m, PFS_MSG_REMOVEXATTR, {}); !st) co_return Reply::from(st.error());
     auto st = ns_->remove_xattr(m->id, m->name, now());
     if (st) changed(req, std::span<const pfs_entry_id>(&m->id, 1));
     co_return co_await finish(ok_empty(st));
@@ -794,6 +801,12 @@ awaitable<Reply> Service::on_set_pattern(Request& req) {
     if (!dir) co_return Reply::from(dir.error());
     if (const Caller who = caller(req); !who.root() && who.uid != dir->uid)
         co_return Reply::fail(EPERM, "only the directory's owner may change its stripe pattern");
+    if (auto st = check_pattern(from_wire(m->pattern)); !st) co_return Reply::from(st.error());
+    auto to_shards = co_await to_other_shards(m->dir, PFS_MSG_SET_PATTERN, [&](const pfs_entry_id& shard) {
+        pfs_set_pattern sp{shard, m->pattern};
+        return encode(pfs_x_set_pattern, sp);
+    });
+    if (!to_shards) co_return Reply::from(to_shards.error());
     co_return co_await finish(ok_empty(ns_->set_pattern(m->dir, from_wire(m->pattern), now())));
 }
 

@@ -121,11 +121,41 @@ private:
     awaitable<Reply> on_rmdir_detached(Request& req);
     awaitable<Reply> on_entry_check(Request& req);
     awaitable<Reply> on_list_detached(Request& req);
-    // MKDIR on the node chosen (0: by the placement policy).
+    // MKDIR on the node chosen (0: by the placement policy), striped over
+    // `stripes` servers (0: as the parent's pattern says).
     awaitable<Reply> make_dir(const Request& req, const pfs_entry_id& dir, std::string_view name, uint32_t mode,
-                              uint32_t node);
+                              uint32_t node, uint32_t stripes);
     awaitable<Reply> make_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                     const Namespace::NewDir& plan, uint32_t node);
+                                     const Namespace::NewDir& plan, uint32_t node, uint32_t stripes);
+    // Striped directories (service_shards.cpp).
+    awaitable<Reply> on_dir_shards(Request& req);
+    // A new directory's shards: those asked (0: the parent pattern's
+    // dir_stripes, at most the servers online).
+    Result<uint32_t> stripes_for(uint32_t asked, const StripePattern& parent) const;
+    // The servers for shards 1..stripes-1 of a directory of this one: the
+    // ONLINE ones after it, in node id order (fewer when not enough are).
+    std::vector<uint32_t> shard_nodes(uint32_t stripes) const;
+    // Shards 1.. of the striped directory id (reserved) made on nodes, in
+    // order: every shard's id, id first.
+    awaitable<Result<std::vector<pfs_entry_id>>> make_shards(const pfs_entry_id& id, const Namespace::NewDir& plan,
+                                                             std::span<const uint32_t> nodes);
+    // A striped directory made here: named name in parent, or detached
+    // (its entry in parent, a directory of another server).
+    awaitable<Result<Attr>> make_striped_dir(const pfs_entry_id& parent, std::string_view name,
+                                             const Namespace::NewDir& plan, uint32_t stripes, bool detached);
+    // RMDIR_DETACHED's phase to every shard but the first; a PREPARE that
+    // fails is aborted on those prepared.
+    awaitable<Status> tell_shards(const DirShards& shards, uint8_t phase);
+    // rmdir of dir/name, a striped directory of this server.
+    awaitable<Reply> remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                        const pfs_entry_id& id);
+    // A change of a striped directory's permissions (mode, owner, ACLs) or
+    // pattern, made on its other shards first (as this server, the body
+    // naming each shard).
+    awaitable<Status> to_other_shards(const pfs_entry_id& dir, uint16_t type,
+                                      const std::function<Result<Bytes>(const pfs_entry_id&)>& body_for);
+    awaitable<Status> setattr_shards(const pfs_setattr& m);
+    awaitable<Status> xattr_shards(const pfs_xattr_req& m, uint16_t type, std::string_view value);
     // rmdir or unlink of an entry naming another server's inode.
     awaitable<Reply> remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
                                          const Directory::Slot& slot);

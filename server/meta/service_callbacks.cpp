@@ -27,9 +27,12 @@ void Service::changed(const Request& req, std::span<const pfs_entry_id> ids) {
     auto resets = callbacks_.resets();
     std::map<uint64_t, pfs_invalidate> notices;
     for (const auto& id : ids) {
+        // A shard's watchers cache its names as the striped directory's.
+        const auto master = ns_->shard_master(id);
         for (uint64_t client : callbacks_.changed(id, req.frame.header.client_id)) {
             auto& n = notices[client];
             if (n.count < PFS_INVALIDATE_MAX) n.ids[n.count++] = id;
+            if (master && n.count < PFS_INVALIDATE_MAX) n.ids[n.count++] = *master;
         }
     }
     for (const auto& [client, notice] : notices) {

@@ -28,6 +28,18 @@ private:
     bool held_;
 };
 
+// Holds a count up for as long as it lives.
+class Counted {
+public:
+    explicit Counted(uint32_t& n) : n_(n) { ++n_; }
+    ~Counted() { --n_; }
+    Counted(const Counted&) = delete;
+    Counted& operator=(const Counted&) = delete;
+
+private:
+    uint32_t& n_;
+};
+
 // Decoded on the connection's loop where the route says how (Service::install).
 template <class M>
 Result<M> body(Request& req, int (*xfer)(pfs_xdr*, M*)) {

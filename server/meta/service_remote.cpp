@@ -28,21 +28,6 @@
 #include "wire_convert.hpp"
 
 namespace pfs::meta {
-namespace {
-
-// Holds a count up for as long as it lives.
-class Counted {
-public:
-    explicit Counted(uint32_t& n) : n_(n) { ++n_; }
-    ~Counted() { --n_; }
-    Counted(const Counted&) = delete;
-    Counted& operator=(const Counted&) = delete;
-
-private:
-    uint32_t& n_;
-};
-
-}  // namespace
 
 awaitable<Reply> Service::remote_attr(const pfs_entry_id& id) {
     // No client session on the owner: the requester caches the answer for
@@ -62,25 +47,36 @@ awaitable<Reply> Service::on_mkdir_on(Request& req) {
         if (auto st = DirPlacement::check(m->node, cluster_.meta_nodes()); !st) co_return Reply::from(st.error());
     }
     if (auto st = allowed(req, m->dir, W_OK | X_OK); !st) co_return Reply::from(st.error());
-    co_return co_await make_dir(req, m->dir, m->name, m->mode, m->node);
+    co_return co_await make_dir(req, m->dir, m->name, m->mode, m->node, m->stripes);
 }
 
 awaitable<Reply> Service::make_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                   uint32_t mode, uint32_t node) {
+                                   uint32_t mode, uint32_t node, uint32_t stripes) {
     const uint32_t self = ns_->owner_node();
     const Caller who = caller(req);
-    if (node == 0) node = placement_.choose(self, cluster_.meta_nodes());
-    if (node != self) {
-        auto plan = ns_->plan_dir(dir, name, mode, who.uid, who.gid);
-        if (!plan) co_return Reply::from(plan.error());
-        co_return co_await make_remote_dir(req, dir, name, *plan, node);
+    auto plan = ns_->plan_dir(dir, name, mode, who.uid, who.gid);
+    if (!plan) co_return Reply::from(plan.error());
+    auto shards = stripes_for(stripes, plan->pattern);
+    if (!shards) {
+        // A metadata server that came up a moment ago may be in the
+        // client's map before it is in ours.
+        co_await reload_map();
+        shards = stripes_for(stripes, plan->pattern);
     }
-    co_return co_await added_reply(req, dir, ns_->mkdir(dir, name, mode, who.uid, who.gid, now()));
+    if (!shards) co_return Reply::from(shards.error());
+    // Asked for: its subdirectories are striped so too.
+    if (stripes > 0) plan->pattern.dir_stripes = stripes;
+    if (node == 0) node = placement_.choose(self, cluster_.meta_nodes());
+    if (node != self) co_return co_await make_remote_dir(req, dir, name, *plan, node, *shards);
+    if (*shards > 1)
+        co_return co_await added_reply(req, dir, co_await make_striped_dir(dir, name, *plan, *shards, false));
+    co_return co_await added_reply(
+        req, dir, ns_->mkdir(dir, name, mode, who.uid, who.gid, now(), {}, plan->pattern.dir_stripes));
 }
 
 awaitable<Reply> Service::make_remote_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                          const Namespace::NewDir& plan, uint32_t node) {
-    pfs_mkdir_detached md{dir, plan.mode, plan.uid, plan.gid, to_wire(plan.pattern)};
+                                          const Namespace::NewDir& plan, uint32_t node, uint32_t stripes) {
+    pfs_mkdir_detached md{dir, plan.mode, plan.uid, plan.gid, to_wire(plan.pattern), stripes, 0};
     Result<Bytes> made = Error{-EIO, ""};
     {
         Counted in_flight(mkdirs_in_flight_[node]);
@@ -144,7 +140,14 @@ awaitable<Reply> Service::remove_remote_entry(const Request& req, const pfs_entr
 awaitable<Reply> Service::on_mkdir_detached(Request& req) {
     auto m = body(req, pfs_x_mkdir_detached);
     if (!m) co_return malformed(PFS_MSG_MKDIR_DETACHED);
-    auto attr = ns_->mkdir_detached(m->parent, m->mode, m->uid, m->gid, from_wire(m->pattern), now());
+    Result<Attr> attr = Error{-EIO, ""};
+    if (m->shard_index == 0 && m->stripes > 1) {
+        Namespace::NewDir plan{m->mode, m->uid, m->gid, from_wire(m->pattern)};
+        attr = co_await make_striped_dir(m->parent, {}, plan, m->stripes, true);
+    } else {
+        attr = ns_->mkdir_detached(m->parent, m->mode, m->uid, m->gid, from_wire(m->pattern), now(), {},
+                                   DirShards{.index = m->shard_index, .count = m->stripes});
+    }
     if (!attr) co_return Reply::from(attr.error());
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
 }
@@ -154,9 +157,20 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     if (!m) co_return malformed(PFS_MSG_RMDIR_DETACHED);
     Status st = ok_status();
     std::optional<FreedFile> freed;
+    // A striped directory's other shards are held empty first.
+    const auto shards = ns_->shards(m->id);
+    const bool striped = shards && shards->index == 0 && shards->striped();
     switch (m->phase) {
-    case PFS_RMDIR_PREPARE: st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING); break;
-    case PFS_RMDIR_ABORT: st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED); break;
+    case PFS_RMDIR_PREPARE:
+        if (striped) st = co_await tell_shards(*shards, PFS_RMDIR_PREPARE);
+        if (!st) break;
+        st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING);
+        if (!st && striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
+        break;
+    case PFS_RMDIR_ABORT:
+        st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
+        if (striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
+        break;
     default: {
         // Only a prepared removal: an entry still names anything else.
         auto state = ns_->detached_state(m->id);
@@ -176,7 +190,10 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     if (!st) co_return Reply::from(st.error());
     const pfs_entry_id ids[] = {m->id};
     changed(req, ids);
-    co_return co_await finish(Reply::ok(), std::move(freed));
+    auto answer = co_await finish(Reply::ok(), std::move(freed));
+    if (striped && m->phase == PFS_RMDIR_COMMIT && answer.status == PFS_OK)
+        co_await tell_shards(*shards, PFS_RMDIR_COMMIT);
+    co_return answer;
 }
 
 awaitable<Reply> Service::on_entry_check(Request& req) {

@@ -45,10 +45,10 @@ inline pfs_layout to_wire(const StripeLayout& l) {
 }
 
 inline pfs_pattern to_wire(const StripePattern& p) {
-    return pfs_pattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max};
+    return pfs_pattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max, p.dir_stripes};
 }
 inline StripePattern from_wire(const pfs_pattern& p) {
-    return StripePattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max};
+    return StripePattern{p.chunk_size, p.num_targets, p.pool_id, p.inline_max, p.dir_stripes};
 }
 
 }  // namespace pfs::meta

@@ -76,6 +76,7 @@ FUZZ_WRAP(entry_check)
 FUZZ_WRAP(entry_states)
 FUZZ_WRAP(list_detached)
 FUZZ_WRAP(detached_page)
+FUZZ_WRAP(dir_shards)
 FUZZ_WRAP(move)
 FUZZ_WRAP(remote_link)
 FUZZ_WRAP(xattr_req)
@@ -196,6 +197,7 @@ static const struct fuzz_msg_desc fuzz_msgs[] = {
 	FUZZ_BODY(entry_states),
 	FUZZ_BODY(list_detached),
 	FUZZ_BODY(detached_page),
+	FUZZ_BODY(dir_shards),
 	FUZZ_BODY(xattr_req),
 	FUZZ_BODY(statfs),
 	/* READDIR reply: the page with the count, then the entries */

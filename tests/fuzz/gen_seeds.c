@@ -326,9 +326,12 @@ int main(int argc, char **argv)
 		SEED(invalidate, "2", &inv);
 	}
 	{
-		struct pfs_mkdir_on mo = { { 1, 1, 1 }, "data", 0755, 2 };
+		struct pfs_mkdir_on mo = { { 1, 1, 1 }, "data", 0755, 2, 3 };
 		struct pfs_mkdir_detached md = { { 1, 1, 1 }, 02755, 1000,
-						 100, { 512 << 10, 4, 1 } };
+						 100, { 512 << 10, 4, 1, 0, 3 },
+						 3, 1 };
+		static struct pfs_dir_shards ds = {
+			2, { { 9, 1, 1 }, { 10, 2, 1 } } };
 		struct pfs_rmdir_detached rd = { { 9, 2, 1 },
 						 PFS_RMDIR_PREPARE };
 		static struct pfs_entry_check ec = {
@@ -342,6 +345,7 @@ int main(int argc, char **argv)
 
 		SEED(mkdir_on, "1", &mo);
 		SEED(mkdir_detached, "1", &md);
+		SEED(dir_shards, "2", &ds);
 		SEED(rmdir_detached, "1", &rd);
 		SEED(entry_check, "2", &ec);
 		SEED(entry_states, "2", &es);

@@ -138,7 +138,8 @@ class CtlFiles(unittest.TestCase):
         info = self.json("entry", "info", "/striped")
         self.assertEqual(info["type"], "directory")
         self.assertEqual(info["pattern"], {"chunk_size": MIB, "num_targets": 2, "pool_id": default["pool_id"],
-                                           "pool_name": default["name"], "inline_max": 128 << 10})
+                                           "pool_name": default["name"], "inline_max": 128 << 10,
+                                           "dir_stripes": 0})
         # Files on the targets however small: the opt-out.
         self.ctl("entry", "set", "--inline-max", "0", "/striped")
         self.assertEqual(self.json("entry", "info", "/striped")["pattern"]["inline_max"], 0)
@@ -179,6 +180,17 @@ class CtlFiles(unittest.TestCase):
         self.assertTrue(self.json("entry", "info", "/small/f")["layout"]["inline"])
         self.assertIn("Data: ", self.ctl("entry", "info", "/small/f").stdout)
         self.assertEqual(self.ctl("entry", "set", "--inline-max", "2M", "/small", check=False).returncode, 2)
+
+        # Striped directories need as many metadata servers online.
+        self.assertIn("1 online", self.fails(1, "mkdir", "--stripe", "2", "/two"))
+        self.fails(2, "mkdir", "--stripe", "0", "/two")
+        self.fails(2, "mkdir", "--stripe", "65", "/two")
+        self.ctl("entry", "set", "--dir-stripes", "2", "/small")
+        self.assertEqual(self.json("entry", "info", "/small")["pattern"]["dir_stripes"], 2)
+        self.ctl("mkdir", "/small/sub")  # as striped as the servers allow: not
+        self.assertNotIn("shards", self.json("entry", "info", "/small/sub"))
+        self.assertEqual(self.json("entry", "info", "/small/sub")["pattern"]["dir_stripes"], 2)
+        self.fails(2, "entry", "set", "--dir-stripes", "65", "/small")
 
         # A wide pattern spreads over both servers.
         self.ctl("mkdir", "/wide")

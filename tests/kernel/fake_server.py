@@ -48,7 +48,7 @@ import sys
 import threading
 
 MAGIC = 0x31534650
-VERSION = 11
+VERSION = 12
 BLOCKS_UNKNOWN = (1 << 64) - 1  # pfs_attr.blocks: the server has no count
 HEADER = struct.Struct("<IHHIIQIIQQ")
 FLAG_REPLY, FLAG_NOTIFY, FLAG_GROUPS, FLAG_BULK = 1, 2, 4, 8

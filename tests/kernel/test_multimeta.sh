@@ -5,7 +5,10 @@
 # directories of either server (and through libpfs), listings, rmdir of a
 # directory on the other server (ENOTEMPTY first), a directory and a file
 # renamed between servers (same inode, data and open handles kept; back
-# home; unlinked there), pfs-ctl mkdir --meta-node, fsck clean, and no
+# home; unlinked there), pfs-ctl mkdir --meta-node, a striped directory
+# (pfs-ctl mkdir --stripe 2: names on both servers, listed, stat'ed, renamed
+# and removed through the mount; a second mount's cached absence of a name
+# made in the other shard ends with the server's notice), fsck clean, and no
 # kernel complaint.
 # guest-timeout: 300
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +19,16 @@ MNT=/mnt/pfs
 owner_of() {
 	pfs_ctl --json stat "/$1" |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["entry_id"]["owner_node"])'
+}
+
+# The shard of a striped directory of COUNT shards that keeps NAME
+# (pfs_dir_shard: FNV-1a).
+shard_of() {  # NAME COUNT
+	python3 -c 'import sys
+h = 2166136261
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 16777619) & 0xffffffff
+print(h % int(sys.argv[2]))' "$1" "$2"
 }
 
 step "start 2 metadata servers and 1 storage server with 2 targets, load and mount"
@@ -112,6 +125,45 @@ rm "$MNT/$target/g3"
 [ ! -e "$MNT/$target/g3" ] || fail "unlinked moved file still there"
 mv "$MNT/$target/tree" "$MNT/here/tree2"
 cmp "$MNT/here/tree2/f" /tmp/ref1 || fail "directory moved home differs"
+
+step "a striped directory: its names on both servers, one directory through the mount"
+pfs_ctl mkdir --stripe 2 /flat
+pfs_ctl entry info /flat | grep -q "Striped over: 2 metadata servers" ||
+	fail "entry info /flat: $(pfs_ctl entry info /flat)"
+far=""
+for i in $(seq 60); do
+	[ -z "$far" ] && [ "$(shard_of "n$i" 2)" = 1 ] && far=n$i
+done
+[ -n "$far" ] || fail "no name of the second shard among n1..n60"
+# A second client looks the name up first: it caches its absence.
+MNT2=/mnt/pfs2
+mount_pfs "$MNT2"
+[ ! -e "$MNT2/flat/$far" ] || fail "$far exists before it was made"
+for i in $(seq 60); do echo "$i" > "$MNT/flat/n$i"; done
+mkdir "$MNT/flat/sub"
+echo deep > "$MNT/flat/sub/deep"
+owners=$(for i in $(seq 8); do owner_of "flat/n$i"; done | sort -u | wc -l)
+[ "$owners" -eq 2 ] || fail "8 files of the striped directory on $owners metadata server(s)"
+[ "$(ls "$MNT/flat" | wc -l)" -eq 61 ] || fail "the striped directory lists $(ls "$MNT/flat" | wc -l) entries"
+[ "$(cat "$MNT2/flat/$far")" = "${far#n}" ] || fail "the second mount does not see $far"
+[ "$(ls "$MNT2/flat" | wc -l)" -eq 61 ] || fail "the second mount lists $(ls "$MNT2/flat" | wc -l) entries"
+sync; echo 3 > /proc/sys/vm/drop_caches
+[ "$(ls -l "$MNT/flat" | grep -c '^-')" -eq 60 ] || fail "ls -l of the striped directory: $(ls -l "$MNT/flat")"
+for i in 1 17 42 60; do
+	[ "$(cat "$MNT/flat/n$i")" = "$i" ] || fail "flat/n$i reads $(cat "$MNT/flat/n$i")"
+done
+[ "$(cat "$MNT/flat/sub/deep")" = deep ] || fail "flat/sub/deep differs"
+[ "$(pfs_ctl cat /flat/n42)" = 42 ] || fail "flat/n42 differs through libpfs"
+for i in $(seq 10); do mv "$MNT/flat/n$i" "$MNT/flat/m$i"; done
+[ ! -e "$MNT/flat/n3" ] && [ "$(cat "$MNT/flat/m3")" = 3 ] || fail "rename within the striped directory"
+mv "$MNT/flat/m1" "$MNT/here/m1"
+mv "$MNT/here/m1" "$MNT/flat/back"
+[ "$(cat "$MNT/flat/back")" = 1 ] || fail "a file moved out and back reads $(cat "$MNT/flat/back")"
+if rmdir "$MNT/flat" 2> /tmp/err; then fail "rmdir of a non-empty striped directory succeeded"; fi
+grep -q "not empty" /tmp/err || fail "rmdir flat: $(cat /tmp/err)"
+rm -r "$MNT/flat"
+[ ! -e "$MNT/flat" ] && [ ! -e "$MNT2/flat" ] || fail "the striped directory is still there"
+umount_pfs "$MNT2"
 
 step "fsck is clean"
 pfs_ctl fsck --readonly || fail "fsck found problems"

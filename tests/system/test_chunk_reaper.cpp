@@ -125,7 +125,7 @@ TEST_CASE("chunks of files removed while their target was down are deleted when 
         const bool ready = co_await test::wait_ready(io, cluster, fs, 2);
         REQUIRE(ready);
         REQUIRE_OK(co_await fs.mkdir("/r"));
-        REQUIRE_OK(co_await fs.set_pattern("/r", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, 0}));
+        REQUIRE_OK(co_await fs.set_pattern("/r", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, 0, 0}));
         const Bytes data(100u << 10, 0x3c);  // a chunk on each target
         for (int i = 0; i < kFiles; ++i) {
             auto f = co_await fs.open("/r/f" + std::to_string(i), O_CREAT | O_WRONLY);

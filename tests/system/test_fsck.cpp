@@ -81,7 +81,7 @@ TEST_CASE("fsck: clean file system, planted orphan chunks, unreachable server", 
         for (const auto& t : cluster.targets()) target_dirs[t.target_id] = std::string(t.path);
 
         // Every kind of file that has fewer chunk files than targets, or none.
-        REQUIRE_OK(co_await fs.set_pattern("/fsck", pfs_pattern{64u << 10, 3, PFS_DEFAULT_POOL_ID, 0}));
+        REQUIRE_OK(co_await fs.set_pattern("/fsck", pfs_pattern{64u << 10, 3, PFS_DEFAULT_POOL_ID, 0, 0}));
         REQUIRE_OK(co_await write_file(fs, "/fsck/empty", 0, 0));
         REQUIRE_OK(co_await write_file(fs, "/fsck/small", 0, 100));
         REQUIRE_OK(co_await write_file(fs, "/fsck/big", 0, (1u << 20) + 5));
@@ -95,7 +95,7 @@ TEST_CASE("fsck: clean file system, planted orphan chunks, unreachable server", 
         REQUIRE_OK(co_await fs.symlink("big", "/fsck/link"));
         REQUIRE_OK(co_await fs.link("/fsck/big", "/fsck/big2"));
         REQUIRE_OK(co_await fs.mkdir("/fsck/single"));
-        REQUIRE_OK(co_await fs.set_pattern("/fsck/single", pfs_pattern{64u << 10, 1, PFS_DEFAULT_POOL_ID, 0}));
+        REQUIRE_OK(co_await fs.set_pattern("/fsck/single", pfs_pattern{64u << 10, 1, PFS_DEFAULT_POOL_ID, 0, 0}));
         REQUIRE_OK(co_await write_file(fs, "/fsck/single/one", 0, 10));
         // Unlinked while open: its chunks stay until the close, and are no orphans.
         auto ghost = co_await fs.open("/fsck/ghost", O_CREAT | O_RDWR);

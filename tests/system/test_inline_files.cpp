@@ -65,7 +65,7 @@ struct Setup {
         bool made = true;
         if (dir != "/") made = (co_await fs.mkdir(dir)).ok();
         if (!made) co_return false;
-        auto st = co_await fs.set_pattern(dir, pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax});
+        auto st = co_await fs.set_pattern(dir, pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, kInlineMax, 0});
         co_return st.ok();
     }
     void close() {

@@ -84,7 +84,7 @@ TEST_CASE("a storage server killed mid-write keeps every fsync'd byte", "[system
         const bool ready = co_await test::wait_ready(io, cluster, fs, 2);
         REQUIRE(ready);
         REQUIRE_OK(co_await fs.mkdir("/crash"));
-        REQUIRE_OK(co_await fs.set_pattern("/crash", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, 0}));
+        REQUIRE_OK(co_await fs.set_pattern("/crash", pfs_pattern{64u << 10, 2, PFS_DEFAULT_POOL_ID, 0, 0}));
 
         bool killed = false;
         uint64_t synced_total = 0;

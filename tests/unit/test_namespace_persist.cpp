@@ -343,7 +343,7 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         longer.push_back(0);
         CHECK(err(decode_op(longer)) == -EBADMSG);
         Bytes other_version = bytes;
-        other_version[0] = 3;
+        other_version[0] = 4;
         CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);
         other_version[0] = 0;
         CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);

@@ -1541,6 +1541,66 @@ TEST_CASE("stripe: target sizes against brute force", "[proto][stripe]")
 
 // ---- status codes ------------------------------------------------------
 
+TEST_CASE("proto: striped directories: shards, patterns, cookies", "[proto]")
+{
+	SECTION("DIR_SHARDS lists 1 to 64 shards") {
+		Msg m(pfs_x_dir_shards);
+		m.body.count = 3;
+		for (__u32 i = 0; i < 3; i++)
+			m.body.ids[i] = { 10 + i, 1 + i, 1 };
+		check_message(m);
+		auto one = zeroed<struct pfs_dir_shards>();
+		one.count = 1;
+		CHECK(decode_patched(pfs_x_dir_shards, one, [](Bytes &) {}) == 0);
+		CHECK(decode_patched(pfs_x_dir_shards, one, [](Bytes &b) {
+			      put_u32(b, 0, 0);
+		      }) == -EBADMSG);
+		CHECK(decode_patched(pfs_x_dir_shards, one, [](Bytes &b) {
+			      put_u32(b, 0, PFS_DIR_SHARDS_MAX + 1);
+		      }) != 0);
+	}
+	SECTION("a pattern's dir_stripes, MKDIR_ON's stripes") {
+		auto p = zeroed<struct pfs_pattern>();
+		p.chunk_size = 1u << 20;
+		p.num_targets = 2;
+		p.pool_id = 1;
+		p.dir_stripes = PFS_DIR_SHARDS_MAX;
+		CHECK(decode_patched(pfs_x_pattern, p, [](Bytes &) {}) == 0);
+		CHECK(decode_patched(pfs_x_pattern, p, [](Bytes &b) {
+			      put_u32(b, 16, PFS_DIR_SHARDS_MAX + 1);
+		      }) == -EBADMSG);
+		auto on = zeroed<struct pfs_mkdir_on>();
+		set_str(on.name, "d");
+		on.stripes = 4;
+		Msg<struct pfs_mkdir_on> mo(pfs_x_mkdir_on);
+		mo.body = on;
+		check_message(mo);
+		CHECK(decode_patched(pfs_x_mkdir_on, on, [](Bytes &b) {
+			      put_u32(b, b.size() - 4, PFS_DIR_SHARDS_MAX + 1);
+		      }) == -EBADMSG);
+	}
+	SECTION("MKDIR_DETACHED names a shard within its directory's stripes") {
+		auto md = zeroed<struct pfs_mkdir_detached>();
+		md.parent = { 9, 2, 1 };
+		md.pattern.chunk_size = 1u << 20;
+		md.pattern.num_targets = 1;
+		md.pattern.pool_id = 1;
+		md.stripes = 3;
+		md.shard_index = 2;
+		Msg<struct pfs_mkdir_detached> m(pfs_x_mkdir_detached);
+		m.body = md;
+		check_message(m);
+		CHECK(decode_patched(pfs_x_mkdir_detached, md, [](Bytes &b) {
+			      put_u32(b, b.size() - 4, 3);
+		      }) == -EBADMSG);
+	}
+	SECTION("cookies carry their shard") {
+		CHECK(pfs_cookie_shard(5) == 0);
+		CHECK(pfs_cookie_shard((2ull << PFS_COOKIE_SHARD_SHIFT) | 5) == 2);
+		CHECK(((7ull << PFS_COOKIE_SHARD_SHIFT | 5) & PFS_COOKIE_LOCAL_MASK) == 5);
+	}
+}
+
 TEST_CASE("proto: status to errno", "[proto]")
 {
 	CHECK(pfs_status_to_errno(PFS_OK) == 0);
@@ -1561,7 +1621,8 @@ TEST_CASE("proto: status to errno", "[proto]")
 	CHECK(pfs_status_to_errno(-1) == -EIO);
 	CHECK(pfs_status_to_errno(-ENOENT) == -EIO);
 	CHECK(pfs_status_to_errno(PFS_E_MOVED) == -EREMCHG);
-	CHECK(pfs_status_to_errno(1009) == -EIO);
+	CHECK(pfs_status_to_errno(PFS_E_WRONG_SHARD) == -EREMOTE);
+	CHECK(pfs_status_to_errno(1010) == -EIO);
 	CHECK(pfs_status_to_errno(0x7fffffff) == -EIO);
 	CHECK(pfs_status_to_errno((__s32)0x80000000) == -EIO);
 

@@ -84,11 +84,27 @@ void add_layout(Described& d, const FileLayout& layout, const Snapshot& snap) {
     d.fields.emplace_back("Stripe layout", "RAID0\n" + render_fields(fields, "  ") + indented(table.render(), "    "));
 }
 
+// A striped directory's shards: where each part of its names lives.
+void add_shards(Described& d, const std::vector<pfs_entry_id>& shards, const Snapshot& snap) {
+    json list = json::array();
+    Table table({{"SHARD", Align::right}, {"NODE"}, {"INODE", Align::right}});
+    for (size_t i = 0; i < shards.size(); ++i) {
+        const uint32_t node = shards[i].owner_node;
+        list.push_back({{"node_id", node}, {"node_alias", snap.node_alias(node)}, {"ino", shards[i].ino}});
+        table.add_row({std::to_string(i), labelled(node, snap.node_alias(node)), std::to_string(shards[i].ino)});
+    }
+    d.doc["shards"] = std::move(list);
+    d.fields.emplace_back("Striped over", std::to_string(shards.size()) + " metadata servers, by name hash:\n" +
+                                              indented(table.render(), "  "));
+}
+
 std::string pattern_text(const pfs_pattern& p, const Snapshot& snap, const std::string& indent) {
     return render_fields({{"Chunk size", format_chunk_size(p.chunk_size)},
                           {"Targets", std::to_string(p.num_targets)},
                           {"Pool", labelled(p.pool_id, snap.pool_name(p.pool_id))},
-                          {"Inline max", p.inline_max ? format_chunk_size(p.inline_max) : "0 (files never inline)"}},
+                          {"Inline max", p.inline_max ? format_chunk_size(p.inline_max) : "0 (files never inline)"},
+                          {"Dir stripes", p.dir_stripes > 1 ? std::to_string(p.dir_stripes) + " metadata servers"
+                                                            : "1 (new directories not striped)"}},
                          indent);
 }
 
@@ -135,6 +151,11 @@ Result<std::string> entry_info(Context& ctx) {
         if (!pattern) return fs_error(path, pattern.error());
         d->doc["pattern"] = pattern_json(*pattern, *snap);
         d->fields.emplace_back("Stripe pattern for new files", "RAID0\n" + pattern_text(*pattern, *snap, "  "));
+        if (d->attr.xattrs & PFS_ATTR_STRIPED) {
+            auto shards = (*fs)->shards(path);
+            if (!shards) return fs_error(path, shards.error());
+            add_shards(*d, *shards, *snap);
+        }
     }
     return ctx.json ? render_json(d->doc) : render_described(d->fields);
 }
@@ -142,8 +163,9 @@ Result<std::string> entry_info(Context& ctx) {
 Result<std::string> entry_set(Context& ctx) {
     const std::string& path = ctx.args[0];
     const Options& o = ctx.options;
-    if (!o.has("chunk-size") && !o.has("num-targets") && !o.has("pool") && !o.has("inline-max"))
-        return usage_error("entry set changes --chunk-size, --num-targets, --pool or --inline-max (any of them)\nusage: " +
+    if (!o.has("chunk-size") && !o.has("num-targets") && !o.has("pool") && !o.has("inline-max") && !o.has("dir-stripes"))
+        return usage_error("entry set changes --chunk-size, --num-targets, --pool, --inline-max or --dir-stripes "
+                           "(any of them)\nusage: " +
                            usage_line(*find_command("entry", "set")));
     if (auto st = check_fs_path(path); !st) return st.error();
     // Check every argument before changing anything.
@@ -172,6 +194,15 @@ Result<std::string> entry_set(Context& ctx) {
             return usage_error("invalid inline-max '" + o.get<std::string>("inline-max") + "': at most 1M");
         inline_max = static_cast<uint32_t>(*size);
     }
+    std::optional<uint32_t> dir_stripes;
+    if (o.has("dir-stripes")) {
+        auto n = parse_id(o.get<std::string>("dir-stripes"), "dir-stripes");
+        if (!n) return n.error();
+        if (*n > PFS_DIR_SHARDS_MAX)
+            return usage_error("invalid dir-stripes " + std::to_string(*n) + ": at most " +
+                               std::to_string(PFS_DIR_SHARDS_MAX));
+        dir_stripes = *n;
+    }
     auto snap = fetch(ctx.mgmt, kPools);
     if (!snap) return snap.error();
     std::optional<uint32_t> pool_id;
@@ -188,6 +219,7 @@ Result<std::string> entry_set(Context& ctx) {
     pattern->chunk_size = chunk_size.value_or(pattern->chunk_size);
     pattern->num_targets = num_targets.value_or(pattern->num_targets);
     pattern->pool_id = pool_id.value_or(pattern->pool_id);
+    pattern->dir_stripes = dir_stripes.value_or(pattern->dir_stripes);
     // A smaller chunk size alone brings the inline max down with it (the
     // inline data fits the first chunk), as the user did not name one.
     pattern->inline_max = inline_max.value_or(std::min(pattern->inline_max, pattern->chunk_size));

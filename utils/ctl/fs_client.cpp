@@ -192,8 +192,12 @@ Result<std::vector<DirEntry>> FsClient::readdir_plus(const std::string& path) {
 
 Result<std::string> FsClient::readlink(const std::string& path) { return impl_->run(impl_->fs->readlink(path)); }
 
-Result<pfs_attr> FsClient::mkdir(const std::string& path, uint32_t mode, uint32_t meta_node) {
-    return impl_->run(impl_->fs->mkdir(path, mode, meta_node));
+Result<pfs_attr> FsClient::mkdir(const std::string& path, uint32_t mode, uint32_t meta_node, uint32_t stripes) {
+    return impl_->run(impl_->fs->mkdir(path, mode, meta_node, stripes));
+}
+
+Result<std::vector<pfs_entry_id>> FsClient::shards(const std::string& dir) {
+    return impl_->run(impl_->fs->shards(dir));
 }
 
 Status FsClient::rmdir(const std::string& path) { return impl_->run(impl_->fs->rmdir(path)); }

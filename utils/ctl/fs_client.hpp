@@ -69,8 +69,12 @@ public:
     // The same, with each entry's attributes where its server gives them.
     Result<std::vector<DirEntry>> readdir_plus(const std::string& path);
     Result<std::string> readlink(const std::string& path);
-    // meta_node: the directory's metadata server (0: the placement policy's choice).
-    Result<pfs_attr> mkdir(const std::string& path, uint32_t mode, uint32_t meta_node = 0);
+    // meta_node: the directory's metadata server (0: the placement policy's
+    // choice); stripes: the metadata servers it is striped over (0: as its
+    // parent's pattern says).
+    Result<pfs_attr> mkdir(const std::string& path, uint32_t mode, uint32_t meta_node = 0, uint32_t stripes = 0);
+    // A directory's shards: itself alone unless striped.
+    Result<std::vector<pfs_entry_id>> shards(const std::string& dir);
     Status rmdir(const std::string& path);
     Status unlink(const std::string& path);
     Status rename(const std::string& from, const std::string& to);

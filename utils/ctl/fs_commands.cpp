@@ -171,8 +171,17 @@ Result<std::string> make_dir(Context& ctx) {
         if (!n) return n.error();
         meta_node = *n;
     }
+    uint32_t stripes = 0;
+    if (ctx.options.has("stripe")) {
+        auto n = parse_id(ctx.options.get<std::string>("stripe"), "stripe count");
+        if (!n) return n.error();
+        if (*n == 0 || *n > PFS_DIR_SHARDS_MAX)
+            return usage_error("invalid stripe count " + std::to_string(*n) + ": 1 to " +
+                               std::to_string(PFS_DIR_SHARDS_MAX));
+        stripes = *n;
+    }
     if (!ctx.options.get<bool>("parents")) {
-        auto made = (*fs)->mkdir(path, 0755, meta_node);
+        auto made = (*fs)->mkdir(path, 0755, meta_node, stripes);
         if (!made) return fs_error(path, made.error());
         created.push_back(path);
     } else {
@@ -181,7 +190,7 @@ Result<std::string> make_dir(Context& ctx) {
             if (existing && !is_dir(*existing)) return fs_error(dir, Error{-ENOTDIR, ""});
             if (existing) continue;
             if (existing.error().code != -ENOENT) return fs_error(dir, existing.error());
-            auto made = (*fs)->mkdir(dir, 0755, dir == path ? meta_node : 0);
+            auto made = (*fs)->mkdir(dir, 0755, dir == path ? meta_node : 0, dir == path ? stripes : 0);
             if (!made && made.error().code != -EEXIST) return fs_error(dir, made.error());
             if (made) created.push_back(dir);
         }

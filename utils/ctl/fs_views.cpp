@@ -171,7 +171,8 @@ json pattern_json(const pfs_pattern& p, const Snapshot& snap) {
             {"num_targets", p.num_targets},
             {"pool_id", p.pool_id},
             {"pool_name", snap.pool_name(p.pool_id)},
-            {"inline_max", p.inline_max}};
+            {"inline_max", p.inline_max},
+            {"dir_stripes", p.dir_stripes}};
 }
 
 namespace {

@@ -42,6 +42,11 @@ void declare_options(Options& options) {
         ("parents,p", po::bool_switch(), "mkdir: create missing parents; no error if the directory exists")
         ("meta-node", po::value<std::string>()->value_name("N"),
          "mkdir: the metadata server (node id) that is to own the new directory")
+        ("stripe", po::value<std::string>()->value_name("N"),
+         "mkdir: stripe the new directory's entries over N metadata servers (by name hash); its "
+         "subdirectories inherit it")
+        ("dir-stripes", po::value<std::string>()->value_name("N"),
+         "entry set: new subdirectories are striped over N metadata servers (0, 1: not striped)")
         ("long,l", po::bool_switch(), "ls: with mode, links, owner, size and time")
         ("recursive,r", po::bool_switch(), "rm, cp: whole directory trees")
         ("chunk-size", po::value<std::string>()->value_name("SIZE"),
