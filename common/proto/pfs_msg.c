@@ -708,7 +708,7 @@ int pfs_x_dir_shards(struct pfs_xdr *x, struct pfs_dir_shards *m)
 int pfs_x_rmdir_detached(struct pfs_xdr *x, struct pfs_rmdir_detached *m)
 {
 	pfs_x_entry_id(x, &m->id);
-	return pfs_x_lock_enum(x, &m->phase, PFS_RMDIR_ABORT);
+	return pfs_x_lock_enum(x, &m->phase, PFS_RMDIR_CONFIRM);
 }
 
 int pfs_x_entry_check(struct pfs_xdr *x, struct pfs_entry_check *m)

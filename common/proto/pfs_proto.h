@@ -1042,6 +1042,8 @@ enum pfs_rmdir_phase {
 	PFS_RMDIR_PREPARE = 1,	/* empty? then refuse new entries */
 	PFS_RMDIR_COMMIT = 2,	/* the entry is gone: remove it */
 	PFS_RMDIR_ABORT = 3,	/* the entry stays: accept entries again */
+	/* its entry (a mkdir's) is durable: CREATED becomes CONFIRMED now */
+	PFS_RMDIR_CONFIRM = 4,
 };
 
 struct pfs_rmdir_detached {

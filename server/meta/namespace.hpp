@@ -234,8 +234,10 @@ public:
     // On the target directory's server: an entry naming an inode moved in
     // (of another server, or one of this server MOVING into dir), replacing
     // a local entry of the name unless noreplace.
+    // shards_held: a striped directory it replaces has its other shards
+    // held empty (else replacing one is -EXDEV).
     Result<Outcome> link_moved(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
-                               uint8_t type, bool noreplace, Timespec now);
+                               uint8_t type, bool noreplace, Timespec now, bool shards_held = false);
     // Drops the entry dir/name, which names id, an inode of another server
     // or one MOVING out of dir; the inode itself is left as it is.
     Status drop_entry(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id, Timespec now);
@@ -339,7 +341,9 @@ private:
     // A rename's (or a moved-in entry's) existing target, the victim: may
     // it be replaced by a directory (src_is_dir) or a non-directory? Then
     // drop it once its entry names the source.
-    static Status check_victim(const Inode& victim, bool src_is_dir, std::string_view name);
+    // shards_held: a striped victim's other shards are held empty.
+    static Status check_victim(const Inode& victim, bool src_is_dir, std::string_view name,
+                               bool shards_held = false);
     std::optional<FreedFile> drop_victim(Inode& parent, Inode& victim, bool keep_orphan, Timespec now);
     // For a non-directory that may have lost its last link: frees it, or
     // keeps it as an orphan while it is open (or the op says it was).

@@ -148,13 +148,14 @@ void xfer_op(pfs_xdr* x, MoveStateOp& o) {
     xfer(x, o.remote);
 }
 
-void xfer_op(pfs_xdr* x, MovedLinkOp& o) {
+void xfer_op(pfs_xdr* x, MovedLinkOp& o, uint8_t version) {
     xfer(x, o.parent);
     xfer_str(x, o.name, kNameMax);
     xfer(x, o.id);
     xfer(x, o.type);
     xfer(x, o.keep_orphan);
     xfer(x, o.now);
+    if (version >= 3) xfer(x, o.shards_held);
 }
 
 void xfer_op(pfs_xdr* x, DropEntryOp& o) {

@@ -223,7 +223,9 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     bool exchange = op.flags & kRenameExchange;
     bool noreplace = op.flags & kRenameNoReplace;
     const bool checked = (op.flags & kRenameAncestryChecked) && !exchange;
-    if ((op.flags & ~(kRenameNoReplace | kRenameExchange | kRenameAncestryChecked)) || (exchange && noreplace))
+    const bool shards_held = op.flags & kRenameShardsHeld;
+    if ((op.flags & ~(kRenameNoReplace | kRenameExchange | kRenameAncestryChecked | kRenameShardsHeld)) ||
+        (exchange && noreplace))
         return fail(-EINVAL, "invalid rename flags");
     auto src_parent = find_dir(op.src_parent);
     if (!src_parent) return src_parent.error();
@@ -291,7 +293,7 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     }
     if (src && dst == src) return Outcome{.attr = attr_of(*src)};  // two links to one inode: nothing to do
     if (dst && !exchange)
-        if (auto st = check_victim(*dst, src_is_dir, op.dst_name); !st) return st.error();
+        if (auto st = check_victim(*dst, src_is_dir, op.dst_name, shards_held); !st) return st.error();
     // A directory's ".." moves from one parent to the other (for another
     // server's directory only the link counts here change).
     auto move_subdir = [](Inode* node, Inode& from, Inode& to) {
@@ -335,12 +337,12 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     return out;
 }
 
-Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name) {
+Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name, bool shards_held) {
     if (src_is_dir && !victim.is_dir()) return fail(-ENOTDIR, quoted(name) + " is no directory");
     if (!src_is_dir && victim.is_dir()) return fail(-EISDIR, quoted(name) + " is a directory");
     if (victim.is_dir() && !victim.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(name) + " is not empty");
     // Whether its other shards are empty is theirs to say.
-    if (victim.is_dir() && victim.dir().shards.striped())
+    if (victim.is_dir() && victim.dir().shards.striped() && !shards_held)
         return fail(-EXDEV, quoted(name) + " is a striped directory");
     return ok_status();
 }

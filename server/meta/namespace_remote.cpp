@@ -110,8 +110,9 @@ Status Namespace::set_remote(const pfs_entry_id& id, const std::optional<RemoteP
 }
 
 Result<Outcome> Namespace::link_moved(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
-                                      uint8_t type, bool noreplace, Timespec now) {
-    MovedLinkOp op{.parent = dir, .name = std::string(name), .id = id, .type = type, .now = now};
+                                      uint8_t type, bool noreplace, Timespec now, bool shards_held) {
+    MovedLinkOp op{.parent = dir, .name = std::string(name), .id = id, .type = type, .now = now,
+                   .shards_held = shards_held};
     if (auto d = find_dir(dir); d && !is_dot(name)) {
         if (const auto* slot = (*d)->dir().entries->find(name)) {
             if (noreplace) return fail(-EEXIST, quoted(name) + " exists");
@@ -287,7 +288,7 @@ Result<Outcome> Namespace::run(const MovedLinkOp& op) {
         if (!found) return found.error();
         victim = *found;
         if (victim->remote) return fail(-EBUSY, quoted(op.name) + " is moving to another metadata server");
-        if (auto st = check_victim(*victim, is_dir, op.name); !st) return st.error();
+        if (auto st = check_victim(*victim, is_dir, op.name, op.shards_held); !st) return st.error();
     } else if (auto st = check_new_entry(p, op.name); !st) {
         return st.error();
     }

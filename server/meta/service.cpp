@@ -499,8 +499,8 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
     if (slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
         co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
     if (slot && !is_dot(m->name))
-        if (auto shards = ns_->shards(slot->id); shards && shards->striped())
-            co_return co_await remove_striped_dir(req, m->dir, m->name, slot->id);
+        if (auto shards = striped_victim(m->dir, m->name))
+            co_return co_await remove_striped_dir(req, m->dir, m->name, *shards);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -521,19 +521,29 @@ awaitable<Reply> Service::on_rename(Request& req) {
         if (auto slot = ns_->resolve(dir, name); slot && busy_.contains(EntryKey::of(slot->id)))
             co_return Reply::fail(EBUSY, "the entry is being moved or removed");
     }
-    auto out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags, now());
-    if (!out && out.error().code == -EXDEV && !(m->flags & kRenameExchange)) {
-        // A directory whose way up leaves this server: walk it across.
-        auto slot = ns_->resolve(m->src_dir, m->src_name);
-        if (slot && slot->type == DT_DIR) {
-            if (auto st = co_await check_not_below(slot->id, m->dst_dir); !st) co_return Reply::from(st.error());
-            out = ns_->rename(m->src_dir, m->src_name, m->dst_dir, m->dst_name, m->flags | kRenameAncestryChecked,
-                              now());
-        }
-    }
+    // An empty striped directory it replaces: its other shards are held
+    // empty first, committed once it is replaced (as rmdir does).
+    if (!(m->flags & (kRenameExchange | kRenameNoReplace)))
+        if (auto victim = striped_victim(m->dst_dir, m->dst_name))
+            co_return co_await rename_over_striped(req, *m, *victim);
+    auto out = co_await rename_here(*m, 0);
     if (!out) co_return Reply::from(out.error());
     std::vector<pfs_entry_id> ids{m->src_dir, m->dst_dir, out->attr.id};
     co_return co_await moved_reply(req, std::move(ids), std::move(*out));
+}
+
+awaitable<Result<Outcome>> Service::rename_here(const pfs_rename& m, uint32_t flags) {
+    flags |= m.flags;
+    auto out = ns_->rename(m.src_dir, m.src_name, m.dst_dir, m.dst_name, flags, now());
+    if (!out && out.error().code == -EXDEV && !(flags & kRenameExchange)) {
+        // A directory whose way up leaves this server: walk it across.
+        auto slot = ns_->resolve(m.src_dir, m.src_name);
+        if (slot && slot->type == DT_DIR) {
+            if (auto st = co_await check_not_below(slot->id, m.dst_dir); !st) co_return st.error();
+            out = ns_->rename(m.src_dir, m.src_name, m.dst_dir, m.dst_name, flags | kRenameAncestryChecked, now());
+        }
+    }
+    co_return out;
 }
 
 awaitable<Reply> Service::on_setattr(Request& req) {

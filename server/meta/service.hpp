@@ -146,9 +146,22 @@ private:
     // RMDIR_DETACHED's phase to every shard but the first; a PREPARE that
     // fails is aborted on those prepared.
     awaitable<Status> tell_shards(const DirShards& shards, uint8_t phase);
+    // Detached directories whose entries (or striped directory) are
+    // durable now: CONFIRMED at once, not at their servers' next round of
+    // settle_detached (best effort: that round still does it).
+    awaitable<void> confirm_detached(std::span<const pfs_entry_id> ids);
+    awaitable<void> confirm_shards(const pfs_entry_id& dir);
+    // op() with the other shards of a striped directory of this server
+    // held empty (RMDIR_DETACHED PREPARE): committed when it succeeded (the
+    // directory is gone), aborted when it failed.
+    awaitable<Reply> with_shards_held(const DirShards& shards, const std::function<awaitable<Reply>()>& op);
+    // The shards of dir/name when it is a striped directory of this server.
+    std::optional<DirShards> striped_victim(const pfs_entry_id& dir, std::string_view name) const;
+    // RENAME (within this server) over victim, an empty striped directory.
+    awaitable<Reply> rename_over_striped(const Request& req, const pfs_rename& m, const DirShards& victim);
     // rmdir of dir/name, a striped directory of this server.
     awaitable<Reply> remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                        const pfs_entry_id& id);
+                                        const DirShards& shards);
     // A change of a striped directory's permissions (mode, owner, ACLs) or
     // pattern, made on its other shards first (as this server, the body
     // naming each shard).
@@ -161,6 +174,9 @@ private:
                                          const Directory::Slot& slot);
     // The attributes of an entry that names another server's inode.
     awaitable<Reply> remote_attr(const pfs_entry_id& id);
+    // ENTRY_CHECK's PENDING: an operation on id (or on the striped
+    // directory id is a shard of) is under way.
+    bool entry_pending(const pfs_entry_id& id) const;
     // One round of settle_detached.
     awaitable<void> settle_detached_once();
     // Settles one MOVING inode, given whether the directories it moves
@@ -170,6 +186,9 @@ private:
     awaitable<Reply> on_move(Request& req);
     awaitable<Reply> on_remote_link(Request& req);
     awaitable<Reply> on_entry_drop(Request& req);
+    // RENAME within this server (with these server-side flags too), the
+    // loop check walked across servers where the way up leaves this one.
+    awaitable<Result<Outcome>> rename_here(const pfs_rename& m, uint32_t flags);
     // RENAME from a directory here to one of another server.
     awaitable<Reply> move_across(const Request& req, const pfs_rename& m);
     // -EINVAL when dir is the directory `moved` or lies below it.

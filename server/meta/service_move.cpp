@@ -206,10 +206,17 @@ awaitable<Reply> Service::on_remote_link(Request& req) {
     auto existing = ns_->resolve(m->dir, m->name);
     auto may = existing ? co_await may_remove(req, m->dir, existing->id) : allowed(req, m->dir, W_OK | X_OK);
     if (!may) co_return Reply::from(may.error());
-    auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, (m->flags & PFS_REMOTE_LINK_NOREPLACE) != 0, now());
-    if (!out) co_return Reply::from(out.error());
-    std::vector<pfs_entry_id> ids{m->dir, m->id};
-    co_return co_await moved_reply(req, std::move(ids), std::move(*out));
+    const bool noreplace = (m->flags & PFS_REMOTE_LINK_NOREPLACE) != 0;
+    auto link = [&, this](bool shards_held) -> awaitable<Reply> {
+        auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, noreplace, now(), shards_held);
+        if (!out) co_return Reply::from(out.error());
+        std::vector<pfs_entry_id> ids{m->dir, m->id};
+        co_return co_await moved_reply(req, std::move(ids), std::move(*out));
+    };
+    // An empty striped directory it replaces: its other shards held first.
+    if (auto victim = noreplace ? std::nullopt : striped_victim(m->dir, m->name))
+        co_return co_await with_shards_held(*victim, [&]() { return link(true); });
+    co_return co_await link(false);
 }
 
 // ---- on the server the inode moved from ----

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "log.hpp"
@@ -68,8 +69,13 @@ awaitable<Reply> Service::make_dir(const Request& req, const pfs_entry_id& dir, 
     if (stripes > 0) plan->pattern.dir_stripes = stripes;
     if (node == 0) node = placement_.choose(self, cluster_.meta_nodes());
     if (node != self) co_return co_await make_remote_dir(req, dir, name, *plan, node, *shards);
-    if (*shards > 1)
-        co_return co_await added_reply(req, dir, co_await make_striped_dir(dir, name, *plan, *shards, false));
+    if (*shards > 1) {
+        auto made = co_await make_striped_dir(dir, name, *plan, *shards, false);
+        const auto id = made ? made->id : pfs_entry_id{};
+        auto answer = co_await added_reply(req, dir, std::move(made));
+        if (answer.status == PFS_OK) co_await confirm_shards(id);
+        co_return answer;
+    }
     co_return co_await added_reply(
         req, dir, ns_->mkdir(dir, name, mode, who.uid, who.gid, now(), {}, plan->pattern.dir_stripes));
 }
@@ -95,7 +101,11 @@ awaitable<Reply> Service::make_remote_dir(const Request& req, const pfs_entry_id
     auto added = ns_->add_remote_dir(dir, name, attr->id, now());
     if (!added) co_return Reply::from(added.error());
     changed(req, std::span<const pfs_entry_id>(&dir, 1));
-    co_return co_await finish(Reply::ok(std::move(*made)));
+    auto answer = co_await finish(Reply::ok(std::move(*made)));
+    // Named durably: settled at once, so that it may move (a rename right
+    // after the mkdir) without waiting for its server's next round.
+    if (answer.status == PFS_OK) co_await confirm_detached(std::span<const pfs_entry_id>(&attr->id, 1));
+    co_return answer;
 }
 
 awaitable<Reply> Service::remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
@@ -140,16 +150,19 @@ awaitable<Reply> Service::remove_remote_entry(const Request& req, const pfs_entr
 awaitable<Reply> Service::on_mkdir_detached(Request& req) {
     auto m = body(req, pfs_x_mkdir_detached);
     if (!m) co_return malformed(PFS_MSG_MKDIR_DETACHED);
+    const bool striped = m->shard_index == 0 && m->stripes > 1;
     Result<Attr> attr = Error{-EIO, ""};
-    if (m->shard_index == 0 && m->stripes > 1) {
+    if (striped) {
         Namespace::NewDir plan{m->mode, m->uid, m->gid, from_wire(m->pattern)};
         attr = co_await make_striped_dir(m->parent, {}, plan, m->stripes, true);
     } else {
         attr = ns_->mkdir_detached(m->parent, m->mode, m->uid, m->gid, from_wire(m->pattern), now(), {},
-                                   DirShards{.index = m->shard_index, .count = m->stripes});
+                                   DirShards{.index = m->shard_index, .count = m->stripes, .ids = {}});
     }
     if (!attr) co_return Reply::from(attr.error());
-    co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
+    auto answer = co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
+    if (striped && answer.status == PFS_OK) co_await confirm_shards(attr->id);
+    co_return answer;
 }
 
 awaitable<Reply> Service::on_rmdir_detached(Request& req) {
@@ -171,6 +184,14 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
         st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
         if (striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
         break;
+    case PFS_RMDIR_CONFIRM: {
+        // Only a directory still CREATED: one whose removal was prepared
+        // since stays so.
+        auto state = ns_->detached_state(m->id);
+        if (!state) st = state.error();
+        else if (state->state == PFS_DETACHED_CREATED) st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
+        break;
+    }
     default: {
         // Only a prepared removal: an entry still names anything else.
         auto state = ns_->detached_state(m->id);
@@ -196,6 +217,22 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     co_return answer;
 }
 
+bool Service::entry_pending(const pfs_entry_id& id) const {
+    auto in_flight = mkdirs_in_flight_.find(id.owner_node);
+    if (busy_.contains(EntryKey::of(id)) || (in_flight != mkdirs_in_flight_.end() && in_flight->second > 0))
+        return true;
+    // A shard of a striped directory whose removal is under way here, or
+    // prepared by its parent's server: what becomes of it is not decided.
+    auto dir = ns_->holder_of(id);
+    if (!dir) return false;
+    auto shards = ns_->shards(*dir);
+    if (!shards || std::none_of(shards->ids.begin(), shards->ids.end(), [&](const pfs_entry_id& s) { return same_id(s, id); }))
+        return false;
+    if (busy_.contains(EntryKey::of(*dir))) return true;
+    auto state = ns_->detached_state(*dir);
+    return state && state->state == PFS_DETACHED_REMOVING;
+}
+
 awaitable<Reply> Service::on_entry_check(Request& req) {
     auto m = body(req, pfs_x_entry_check);
     if (!m) co_return malformed(PFS_MSG_ENTRY_CHECK);
@@ -204,11 +241,8 @@ awaitable<Reply> Service::on_entry_check(Request& req) {
     pfs_entry_states states{m->count, {}};
     for (uint32_t i = 0; i < m->count; ++i) {
         const auto& id = m->ids[i];
-        auto in_flight = mkdirs_in_flight_.find(id.owner_node);
-        if (busy_.contains(EntryKey::of(id)) || (in_flight != mkdirs_in_flight_.end() && in_flight->second > 0))
-            states.states[i] = PFS_ENTRY_PENDING;
-        else
-            states.states[i] = ns_->names(id) ? PFS_ENTRY_PRESENT : PFS_ENTRY_ABSENT;
+        if (entry_pending(id)) states.states[i] = PFS_ENTRY_PENDING;
+        else states.states[i] = ns_->names(id) ? PFS_ENTRY_PRESENT : PFS_ENTRY_ABSENT;
     }
     co_return co_await finish(ok_with(pfs_x_entry_states, states));
 }

@@ -100,6 +100,20 @@ awaitable<Result<Attr>> Service::make_striped_dir(const pfs_entry_id& parent, st
     co_return made;
 }
 
+awaitable<void> Service::confirm_detached(std::span<const pfs_entry_id> ids) {
+    for (const auto& id : ids) {
+        pfs_rmdir_detached rd{id, PFS_RMDIR_CONFIRM};
+        auto r = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_RMDIR_DETACHED, encode(pfs_x_rmdir_detached, rd));
+        if (!r) log::warn("detached directory left to settle", {{"ino", id.ino}, {"error", r.error().message}});
+    }
+}
+
+awaitable<void> Service::confirm_shards(const pfs_entry_id& dir) {
+    auto shards = ns_->shards(dir);
+    if (!shards || shards->ids.size() < 2) co_return;
+    co_await confirm_detached(std::span<const pfs_entry_id>(shards->ids).subspan(1));
+}
+
 awaitable<Reply> Service::on_dir_shards(Request& req) {
     auto m = body(req, pfs_x_entry_id);
     if (!m) co_return malformed(PFS_MSG_DIR_SHARDS);
@@ -139,24 +153,44 @@ awaitable<Status> Service::tell_shards(const DirShards& shards, uint8_t phase) {
     co_return result;
 }
 
-awaitable<Reply> Service::remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                             const pfs_entry_id& id) {
-    Holding busy(busy_, EntryKey::of(id));
+awaitable<Reply> Service::with_shards_held(const DirShards& shards, const std::function<awaitable<Reply>()>& op) {
+    Holding busy(busy_, EntryKey::of(shards.ids[0]));
     if (!busy.held()) co_return Reply::fail(EBUSY, "the entry is being removed or moved");
-    auto shards = ns_->shards(id);
-    if (!shards) co_return Reply::from(shards.error());
-    if (auto st = co_await tell_shards(*shards, PFS_RMDIR_PREPARE); !st) co_return Reply::from(st.error());
-    auto out = ns_->rmdir(dir, name, now());
-    if (!out) {
-        co_await tell_shards(*shards, PFS_RMDIR_ABORT);
-        co_return Reply::from(out.error());
-    }
-    const pfs_entry_id ids[] = {dir, id};
-    changed(req, ids);
-    callbacks_.forget(id);
-    auto answer = co_await finish(Reply::ok());
-    if (answer.status == PFS_OK) co_await tell_shards(*shards, PFS_RMDIR_COMMIT);
+    if (auto st = co_await tell_shards(shards, PFS_RMDIR_PREPARE); !st) co_return Reply::from(st.error());
+    auto answer = co_await op();
+    // Once the directory is durably gone (a lost COMMIT is settled by the
+    // shard's server), or kept.
+    co_await tell_shards(shards, answer.status == PFS_OK ? PFS_RMDIR_COMMIT : PFS_RMDIR_ABORT);
     co_return answer;
+}
+
+std::optional<DirShards> Service::striped_victim(const pfs_entry_id& dir, std::string_view name) const {
+    auto slot = ns_->resolve(dir, name);
+    if (!slot || slot->type != DT_DIR || !ns_->is_local(slot->id)) return std::nullopt;
+    auto shards = ns_->shards(slot->id);
+    if (!shards || !shards->striped()) return std::nullopt;
+    return std::move(*shards);
+}
+
+awaitable<Reply> Service::remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                             const DirShards& shards) {
+    co_return co_await with_shards_held(shards, [&]() -> awaitable<Reply> {
+        auto out = ns_->rmdir(dir, name, now());
+        if (!out) co_return Reply::from(out.error());
+        const pfs_entry_id ids[] = {dir, shards.ids[0]};
+        changed(req, ids);
+        callbacks_.forget(shards.ids[0]);
+        co_return co_await finish(Reply::ok());
+    });
+}
+
+awaitable<Reply> Service::rename_over_striped(const Request& req, const pfs_rename& m, const DirShards& victim) {
+    co_return co_await with_shards_held(victim, [&]() -> awaitable<Reply> {
+        auto out = co_await rename_here(m, kRenameShardsHeld);
+        if (!out) co_return Reply::from(out.error());
+        std::vector<pfs_entry_id> ids{m.src_dir, m.dst_dir, out->attr.id};
+        co_return co_await moved_reply(req, std::move(ids), std::move(*out));
+    });
 }
 
 awaitable<Status> Service::to_other_shards(const pfs_entry_id& dir, uint16_t type,

@@ -26,6 +26,17 @@ Result<uint64_t> resident_bytes(pid_t pid) {
     return Error{-EIO, "no VmRSS for process " + std::to_string(pid)};
 }
 
+// The servers' VmRSS added up.
+Result<uint64_t> resident_bytes(const std::vector<pid_t>& pids) {
+    uint64_t total = 0;
+    for (pid_t pid : pids) {
+        auto rss = resident_bytes(pid);
+        if (!rss) return rss.error();
+        total += *rss;
+    }
+    return total;
+}
+
 Result<uint64_t> parse_count(std::string_view word) {
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), n);
@@ -37,6 +48,20 @@ Result<uint64_t> parse_count(std::string_view word) {
 }
 
 }  // namespace
+
+Result<std::vector<pid_t>> parse_pids(const std::string& text) {
+    std::vector<pid_t> out;
+    std::stringstream in(text);
+    std::string word;
+    while (std::getline(in, word, ',')) {
+        int pid = 0;
+        auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), pid);
+        if (ec != std::errc() || end != word.data() + word.size() || pid < 0)
+            return Error{-EINVAL, "not a pid: '" + word + "'"};
+        if (pid > 0) out.push_back(pid);
+    }
+    return out;
+}
 
 Result<std::vector<uint64_t>> parse_checkpoints(const std::string& text) {
     std::vector<uint64_t> out;
@@ -55,11 +80,11 @@ Result<std::vector<uint64_t>> parse_checkpoints(const std::string& text) {
 
 awaitable<Result<std::vector<GrowthStep>>> grow_directory(client::FileSystem& fs, const std::string& dir,
                                                          std::vector<uint64_t> checkpoints, int workers,
-                                                         pid_t server_pid) {
-    if (auto st = co_await fs.mkdir(dir); !st) co_return st.error();
+                                                         std::vector<pid_t> server_pids, uint32_t stripes) {
+    if (auto st = co_await fs.mkdir(dir, 0755, 0, stripes); !st) co_return st.error();
     uint64_t rss_start = 0;
-    if (server_pid > 0) {
-        auto rss = resident_bytes(server_pid);
+    if (!server_pids.empty()) {
+        auto rss = resident_bytes(server_pids);
         if (!rss) co_return rss.error();
         rss_start = *rss;
     }
@@ -77,8 +102,8 @@ awaitable<Result<std::vector<GrowthStep>>> grow_directory(client::FileSystem& fs
         });
         if (!t) co_return t.error();
         GrowthStep step{.entries = target, .creates_s = double(target - before) / *t};
-        if (server_pid > 0) {
-            auto rss = resident_bytes(server_pid);
+        if (!server_pids.empty()) {
+            auto rss = resident_bytes(server_pids);
             if (!rss) co_return rss.error();
             step.server_rss_bytes = *rss;
             step.bytes_per_entry = (double(*rss) - double(rss_start)) / double(target);

@@ -20,13 +20,18 @@ struct GrowthStep {
     double bytes_per_entry = 0;     // RSS grown since the start, per entry
 };
 
-// Creates (and closes) files in dir, with `workers` concurrent workers,
-// until it holds each of `checkpoints` (increasing) entries in turn.
-// server_pid: the metadata server's, whose resident memory is read at the
-// start and at each checkpoint (this machine's /proc); 0 for none.
+// Creates (and closes) files in dir (made striped over `stripes` metadata
+// servers, 0: as its parent says), with `workers` concurrent workers, until
+// it holds each of `checkpoints` (increasing) entries in turn.
+// server_pids: the metadata servers', whose resident memory (added up) is
+// read at the start and at each checkpoint (this machine's /proc); none:
+// not measured.
 awaitable<Result<std::vector<GrowthStep>>> grow_directory(client::FileSystem& fs, const std::string& dir,
                                                          std::vector<uint64_t> checkpoints, int workers,
-                                                         pid_t server_pid);
+                                                         std::vector<pid_t> server_pids, uint32_t stripes);
+
+// Parses "123" or "123,456": the pids of --server-pid.
+Result<std::vector<pid_t>> parse_pids(const std::string& text);
 
 // Parses "10000,100000,1000000" (also 10k, 1M): increasing and positive.
 Result<std::vector<uint64_t>> parse_checkpoints(const std::string& text);

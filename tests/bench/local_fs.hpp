@@ -45,6 +45,9 @@ struct Workload {
     // workload (c) (`--meta-only`): servers compared with themselves, e.g.
     // by thread count.
     Only only = Only::all;
+    // The PFS directory (and so its subdirectories) striped over this many
+    // metadata servers (`--dir-stripes`; 0: as its parent's pattern says).
+    uint32_t dir_stripes = 0;
 };
 
 // sync, then `echo 3 > /proc/sys/vm/drop_caches` (root only).

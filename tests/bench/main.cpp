@@ -206,7 +206,7 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
     out["machine"] = machine();
     if (!note.empty()) out["note"] = note;
     out["workload"] = {{"workers", w.threads}, {"seq_mib_per_worker", w.seq_mib_per_thread},
-                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread}, {"meta_workers", w.meta_workers()},
+                       {"dl_files", w.dl_files}, {"meta_files_per_worker", w.meta_files_per_thread}, {"meta_workers", w.meta_workers()}, {"dir_stripes", w.dir_stripes},
                        {"drop_caches", w.drop_caches}};
     out["baseline"] = base.name;
     out["rounds"] = base.rounds.size();
@@ -230,12 +230,15 @@ json to_json(const std::vector<System>& systems, const System& base, const bench
 Status run_growth(const Options& options, const std::vector<uint64_t>& checkpoints, int workers,
                   const std::string& json_out) {
     const std::string dir = options.get<std::string>("pfs-dir");
-    const auto pid = static_cast<pid_t>(options.get<int>("server-pid"));
+    auto pids = bench::parse_pids(options.get<std::string>("server-pid"));
+    if (!pids) return pids.error();
+    const auto stripes = options.get<uint32_t>("dir-stripes");
     auto steps = on_libpfs<std::vector<bench::GrowthStep>>(options, [&](client::FileSystem& fs) {
-        return bench::grow_directory(fs, dir, checkpoints, workers, pid);
+        return bench::grow_directory(fs, dir, checkpoints, workers, *pids, stripes);
     });
     if (!steps) return steps.error();
-    json out = {{"date", today()}, {"machine", machine()}, {"dir", dir}, {"workers", workers}, {"steps", json::array()}};
+    json out = {{"date", today()}, {"machine", machine()}, {"dir", dir},         {"workers", workers},
+                {"dir_stripes", stripes}, {"metadata_servers", pids->size()}, {"steps", json::array()}};
     if (!options.get<std::string>("note").empty()) out["note"] = options.get<std::string>("note");
     std::printf("%12s %12s %10s %14s %14s\n", "entries", "creates/s", "vs first", "server RSS MiB", "bytes/entry");
     for (const auto& step : *steps) {
@@ -287,8 +290,10 @@ int main(int argc, char** argv) {
         ("growth", po::value<std::string>(),
          "instead of the workloads: grow --pfs-dir (libpfs) to each of these entry counts in turn, e.g. "
          "10k,100k,1M, with --meta-threads workers; creates/s over each stretch")
-        ("server-pid", po::value<int>()->default_value(0),
-         "with --growth: the metadata server's pid on this machine, for its memory per entry")
+        ("server-pid", po::value<std::string>()->default_value("0"),
+         "with --growth: the metadata servers' pids on this machine (PID[,PID...]), for their memory per entry")
+        ("dir-stripes", po::value<uint32_t>()->default_value(0),
+         "stripe --pfs-dir over this many metadata servers (pfs-ctl mkdir --stripe; 0: as its parent says)")
         ("note", po::value<std::string>()->default_value(""), "free text for the JSON, e.g. where it ran")
         ("json-out", po::value<std::string>()->default_value(""), "also write the results as JSON here");
     if (int rc = daemon::parse_or_exit(options, argc, argv); rc >= 0) return rc;
@@ -304,6 +309,7 @@ int main(int argc, char** argv) {
     w.meta_files_per_thread = options.get<int>("meta-files");
     w.meta_threads = options.get<int>("meta-threads");
     w.drop_caches = options.get<bool>("drop-caches");
+    w.dir_stripes = options.get<uint32_t>("dir-stripes");
     const bool seq = options.get<bool>("seq-only"), small = options.get<bool>("small-only"),
                meta = options.get<bool>("meta-only");
     if (int(seq) + int(small) + int(meta) > 1)

@@ -183,7 +183,7 @@ awaitable<Result<Unit>> metadata_workloads(client::FileSystem& fs, const std::st
 
 awaitable<Result<Figures>> run_pfs(client::FileSystem& fs, const std::string& dir, const Workload& w) {
     Figures f;
-    TRY(fs.mkdir(dir));
+    TRY(fs.mkdir(dir, 0755, 0, w.dir_stripes));
     if (w.runs(Only::sequential)) TRY(sequential_workloads(fs, dir, w, f));
     if (w.runs(Only::small_files)) TRY(small_file_workloads(fs, dir, w, f));
     if (w.runs(Only::metadata)) TRY(metadata_workloads(fs, dir, w, f));
