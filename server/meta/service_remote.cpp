@@ -67,7 +67,9 @@ awaitable<Reply> Service::make_dir(const Request& req, const pfs_entry_id& dir, 
     if (!shards) co_return Reply::from(shards.error());
     // Asked for: its subdirectories are striped so too.
     if (stripes > 0) plan->pattern.dir_stripes = stripes;
-    if (node == 0) node = placement_.choose(self, cluster_.meta_nodes());
+    // A striped directory's other shards spread it already: its first one
+    // stays with its entry, so that looking it up costs no second server.
+    if (node == 0) node = *shards > 1 ? self : placement_.choose(self, cluster_.meta_nodes());
     if (node != self) co_return co_await make_remote_dir(req, dir, name, *plan, node, *shards);
     if (*shards > 1) {
         auto made = co_await make_striped_dir(dir, name, *plan, *shards, false);
