@@ -151,7 +151,8 @@ Attr Namespace::attr_of(const Inode& node) const {
     constexpr std::string_view security = "security.";
     auto it = node.xattrs.lower_bound(security);
     if (it != node.xattrs.end() && it->first.starts_with(security)) a.xattrs |= PFS_ATTR_SECURITY;
-    if (node.is_dir() && node.dir().shards.striped()) a.xattrs |= PFS_ATTR_STRIPED;
+    // The striped directory itself: its other shards are no client's business.
+    if (node.is_dir() && node.dir().shards.striped() && node.dir().shards.index == 0) a.xattrs |= PFS_ATTR_STRIPED;
     return a;
 }
 

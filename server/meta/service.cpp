@@ -532,15 +532,20 @@ awaitable<Reply> Service::on_rename(Request& req) {
     co_return co_await moved_reply(req, std::move(ids), std::move(*out));
 }
 
-awaitable<Result<Outcome>> Service::rename_here(const pfs_rename& m, uint32_t flags) {
+awaitable<Result<Outcome>> Service::rename_here(const pfs_rename& m, uint32_t flags, const pfs_entry_id* victim) {
     flags |= m.flags;
-    auto out = ns_->rename(m.src_dir, m.src_name, m.dst_dir, m.dst_name, flags, now());
+    auto rename = [&](uint32_t with) -> Result<Outcome> {
+        if (victim && !still_names(m.dst_dir, m.dst_name, *victim))
+            return Error{-EBUSY, "the target changed while the rename waited"};
+        return ns_->rename(m.src_dir, m.src_name, m.dst_dir, m.dst_name, flags | with, now());
+    };
+    auto out = rename(0);
     if (!out && out.error().code == -EXDEV && !(flags & kRenameExchange)) {
         // A directory whose way up leaves this server: walk it across.
         auto slot = ns_->resolve(m.src_dir, m.src_name);
         if (slot && slot->type == DT_DIR) {
             if (auto st = co_await check_not_below(slot->id, m.dst_dir); !st) co_return st.error();
-            out = ns_->rename(m.src_dir, m.src_name, m.dst_dir, m.dst_name, flags | kRenameAncestryChecked, now());
+            out = rename(kRenameAncestryChecked);
         }
     }
     co_return out;
@@ -570,7 +575,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
     if (m->valid & (PFS_SET_SIZE | PFS_SET_SIZE_EXTEND)) changes.size = m->size;
     // Checked (and adjusted: set-ID bits) before anything is cut.
     if (auto st = ns_->may_setattr(m->id, caller(req), changes, !explicit_time); !st) co_return Reply::from(st.error());
-    if (auto st = co_await setattr_shards(*m); !st) co_return Reply::from(st.error());
+    if (auto st = co_await setattr_shards(m->id, changes); !st) co_return Reply::from(st.error());
     if (m->valid & PFS_SET_SIZE_EXTEND) {
         changes.size.reset();
         if (m->size > current->size) changes.size = m->size;

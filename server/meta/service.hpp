@@ -154,7 +154,11 @@ private:
     // op() with the other shards of a striped directory of this server
     // held empty (RMDIR_DETACHED PREPARE): committed when it succeeded (the
     // directory is gone), aborted when it failed.
-    awaitable<Reply> with_shards_held(const DirShards& shards, const std::function<awaitable<Reply>()>& op);
+    // op sets `applied` once its change is in the namespace.
+    awaitable<Reply> with_shards_held(const DirShards& shards,
+                                      const std::function<awaitable<Reply>(bool& applied)>& op);
+    // Whether dir/name still names id (after an await).
+    bool still_names(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id) const;
     // The shards of dir/name when it is a striped directory of this server.
     std::optional<DirShards> striped_victim(const pfs_entry_id& dir, std::string_view name) const;
     // RENAME (within this server) over victim, an empty striped directory.
@@ -165,9 +169,11 @@ private:
     // A change of a striped directory's permissions (mode, owner, ACLs) or
     // pattern, made on its other shards first (as this server, the body
     // naming each shard).
+    // done_already: an error of a shard that means it has the change.
     awaitable<Status> to_other_shards(const pfs_entry_id& dir, uint16_t type,
-                                      const std::function<Result<Bytes>(const pfs_entry_id&)>& body_for);
-    awaitable<Status> setattr_shards(const pfs_setattr& m);
+                                      const std::function<Result<Bytes>(const pfs_entry_id&)>& body_for,
+                                      int done_already = 0);
+    awaitable<Status> setattr_shards(const pfs_entry_id& dir, const AttrChanges& changes);
     awaitable<Status> xattr_shards(const pfs_xattr_req& m, uint16_t type, std::string_view value);
     // rmdir or unlink of an entry naming another server's inode.
     awaitable<Reply> remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
@@ -188,7 +194,9 @@ private:
     awaitable<Reply> on_entry_drop(Request& req);
     // RENAME within this server (with these server-side flags too), the
     // loop check walked across servers where the way up leaves this one.
-    awaitable<Result<Outcome>> rename_here(const pfs_rename& m, uint32_t flags);
+    // victim: the target must still be this inode (EBUSY otherwise).
+    awaitable<Result<Outcome>> rename_here(const pfs_rename& m, uint32_t flags,
+                                           const pfs_entry_id* victim = nullptr);
     // RENAME from a directory here to one of another server.
     awaitable<Reply> move_across(const Request& req, const pfs_rename& m);
     // -EINVAL when dir is the directory `moved` or lies below it.

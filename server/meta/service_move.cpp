@@ -207,16 +207,20 @@ awaitable<Reply> Service::on_remote_link(Request& req) {
     auto may = existing ? co_await may_remove(req, m->dir, existing->id) : allowed(req, m->dir, W_OK | X_OK);
     if (!may) co_return Reply::from(may.error());
     const bool noreplace = (m->flags & PFS_REMOTE_LINK_NOREPLACE) != 0;
-    auto link = [&, this](bool shards_held) -> awaitable<Reply> {
-        auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, noreplace, now(), shards_held);
+    auto link = [&, this](const pfs_entry_id* victim, bool& applied) -> awaitable<Reply> {
+        if (victim && !still_names(m->dir, m->name, *victim))
+            co_return Reply::fail(EBUSY, "the target changed while the rename waited");
+        auto out = ns_->link_moved(m->dir, m->name, m->id, m->type, noreplace, now(), victim != nullptr);
         if (!out) co_return Reply::from(out.error());
+        applied = true;
         std::vector<pfs_entry_id> ids{m->dir, m->id};
         co_return co_await moved_reply(req, std::move(ids), std::move(*out));
     };
     // An empty striped directory it replaces: its other shards held first.
     if (auto victim = noreplace ? std::nullopt : striped_victim(m->dir, m->name))
-        co_return co_await with_shards_held(*victim, [&]() { return link(true); });
-    co_return co_await link(false);
+        co_return co_await with_shards_held(*victim, [&](bool& applied) { return link(&victim->ids[0], applied); });
+    bool applied = false;
+    co_return co_await link(nullptr, applied);
 }
 
 // ---- on the server the inode moved from ----

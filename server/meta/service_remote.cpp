@@ -69,7 +69,13 @@ awaitable<Reply> Service::make_dir(const Request& req, const pfs_entry_id& dir, 
     if (stripes > 0) plan->pattern.dir_stripes = stripes;
     // A striped directory's other shards spread it already: its first one
     // stays with its entry, so that looking it up costs no second server.
-    if (node == 0) node = *shards > 1 ? self : placement_.choose(self, cluster_.meta_nodes());
+    // So does a directory made in a striped one (its names spread it), and
+    // its ".." is then the striped directory, not a shard of it.
+    const bool in_striped = [&] {
+        auto parent = ns_->shards(dir);
+        return parent && parent->striped();
+    }();
+    if (node == 0) node = *shards > 1 || in_striped ? self : placement_.choose(self, cluster_.meta_nodes());
     if (node != self) co_return co_await make_remote_dir(req, dir, name, *plan, node, *shards);
     if (*shards > 1) {
         auto made = co_await make_striped_dir(dir, name, *plan, *shards, false);
@@ -162,9 +168,9 @@ awaitable<Reply> Service::on_mkdir_detached(Request& req) {
                                    DirShards{.index = m->shard_index, .count = m->stripes, .ids = {}});
     }
     if (!attr) co_return Reply::from(attr.error());
-    auto answer = co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
-    if (striped && answer.status == PFS_OK) co_await confirm_shards(attr->id);
-    co_return answer;
+    // Its shards are confirmed with it, once the parent's server has named
+    // it durably (PFS_RMDIR_CONFIRM, or the settle round).
+    co_return co_await finish(ok_with(pfs_x_attr, to_wire(*attr)));
 }
 
 awaitable<Reply> Service::on_rmdir_detached(Request& req) {
@@ -176,12 +182,20 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     const auto shards = ns_->shards(m->id);
     const bool striped = shards && shards->index == 0 && shards->striped();
     switch (m->phase) {
-    case PFS_RMDIR_PREPARE:
+    case PFS_RMDIR_PREPARE: {
+        // Its shards hear PENDING (entry_pending) from the first PREPARE to
+        // REMOVING, not PRESENT.
+        Holding busy(busy_, EntryKey::of(m->id));
+        if (!busy.held()) {
+            st = Error{-EBUSY, "the directory is being removed or moved"};
+            break;
+        }
         if (striped) st = co_await tell_shards(*shards, PFS_RMDIR_PREPARE);
         if (!st) break;
         st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING);
         if (!st && striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
         break;
+    }
     case PFS_RMDIR_ABORT:
         st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
         if (striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
@@ -192,6 +206,11 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
         auto state = ns_->detached_state(m->id);
         if (!state) st = state.error();
         else if (state->state == PFS_DETACHED_CREATED) st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
+        if (st && striped) {
+            // Durably named now: so are its shards (once this is durable).
+            if (auto durable = co_await durable_(); !durable) st = durable.error();
+            else co_await confirm_shards(m->id);
+        }
         break;
     }
     default: {
@@ -231,8 +250,10 @@ bool Service::entry_pending(const pfs_entry_id& id) const {
     if (!shards || std::none_of(shards->ids.begin(), shards->ids.end(), [&](const pfs_entry_id& s) { return same_id(s, id); }))
         return false;
     if (busy_.contains(EntryKey::of(*dir))) return true;
+    // Detached: until its own entry is durably there (CONFIRMED), or while
+    // its removal is prepared.
     auto state = ns_->detached_state(*dir);
-    return state && state->state == PFS_DETACHED_REMOVING;
+    return state && state->state != PFS_DETACHED_CONFIRMED;
 }
 
 awaitable<Reply> Service::on_entry_check(Request& req) {

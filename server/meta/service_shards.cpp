@@ -124,7 +124,9 @@ awaitable<Reply> Service::on_dir_shards(Request& req) {
     out->count = shards->count;
     out->ids[0] = *m;
     for (uint32_t i = 1; i < shards->count; ++i) out->ids[i] = shards->ids[i];
-    co_return Reply::ok(*encode_payload([&](pfs_xdr* x) { pfs_x_dir_shards(x, out.get()); }));
+    // Only once the directory is durable: a client must not make entries
+    // in shards of a directory a crash may yet undo.
+    co_return co_await finish(Reply::ok(*encode_payload([&](pfs_xdr* x) { pfs_x_dir_shards(x, out.get()); })));
 }
 
 awaitable<Status> Service::tell_shards(const DirShards& shards, uint8_t phase) {
@@ -153,15 +155,25 @@ awaitable<Status> Service::tell_shards(const DirShards& shards, uint8_t phase) {
     co_return result;
 }
 
-awaitable<Reply> Service::with_shards_held(const DirShards& shards, const std::function<awaitable<Reply>()>& op) {
+awaitable<Reply> Service::with_shards_held(const DirShards& shards,
+                                           const std::function<awaitable<Reply>(bool& applied)>& op) {
     Holding busy(busy_, EntryKey::of(shards.ids[0]));
     if (!busy.held()) co_return Reply::fail(EBUSY, "the entry is being removed or moved");
     if (auto st = co_await tell_shards(shards, PFS_RMDIR_PREPARE); !st) co_return Reply::from(st.error());
-    auto answer = co_await op();
+    bool applied = false;
+    auto answer = co_await op(applied);
     // Once the directory is durably gone (a lost COMMIT is settled by the
-    // shard's server), or kept.
-    co_await tell_shards(shards, answer.status == PFS_OK ? PFS_RMDIR_COMMIT : PFS_RMDIR_ABORT);
+    // shard's server), or kept. Gone but not durably (the journal failed,
+    // the server stops): the shards stay prepared, for their servers to
+    // settle with whatever this one recovers.
+    if (answer.status == PFS_OK) co_await tell_shards(shards, PFS_RMDIR_COMMIT);
+    else if (!applied) co_await tell_shards(shards, PFS_RMDIR_ABORT);
     co_return answer;
+}
+
+bool Service::still_names(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id) const {
+    auto slot = ns_->resolve(dir, name);
+    return slot && same_id(slot->id, id);
 }
 
 std::optional<DirShards> Service::striped_victim(const pfs_entry_id& dir, std::string_view name) const {
@@ -174,9 +186,13 @@ std::optional<DirShards> Service::striped_victim(const pfs_entry_id& dir, std::s
 
 awaitable<Reply> Service::remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
                                              const DirShards& shards) {
-    co_return co_await with_shards_held(shards, [&]() -> awaitable<Reply> {
+    co_return co_await with_shards_held(shards, [&](bool& applied) -> awaitable<Reply> {
+        // The name may have changed while the shards were prepared.
+        if (!still_names(dir, name, shards.ids[0]))
+            co_return Reply::fail(EBUSY, "the entry changed while it was being removed");
         auto out = ns_->rmdir(dir, name, now());
         if (!out) co_return Reply::from(out.error());
+        applied = true;
         const pfs_entry_id ids[] = {dir, shards.ids[0]};
         changed(req, ids);
         callbacks_.forget(shards.ids[0]);
@@ -185,32 +201,47 @@ awaitable<Reply> Service::remove_striped_dir(const Request& req, const pfs_entry
 }
 
 awaitable<Reply> Service::rename_over_striped(const Request& req, const pfs_rename& m, const DirShards& victim) {
-    co_return co_await with_shards_held(victim, [&]() -> awaitable<Reply> {
-        auto out = co_await rename_here(m, kRenameShardsHeld);
+    co_return co_await with_shards_held(victim, [&](bool& applied) -> awaitable<Reply> {
+        auto out = co_await rename_here(m, kRenameShardsHeld, &victim.ids[0]);
         if (!out) co_return Reply::from(out.error());
+        applied = true;
         std::vector<pfs_entry_id> ids{m.src_dir, m.dst_dir, out->attr.id};
         co_return co_await moved_reply(req, std::move(ids), std::move(*out));
     });
 }
 
 awaitable<Status> Service::to_other_shards(const pfs_entry_id& dir, uint16_t type,
-                                           const std::function<Result<Bytes>(const pfs_entry_id&)>& body_for) {
+                                           const std::function<Result<Bytes>(const pfs_entry_id&)>& body_for,
+                                           int done_already) {
     auto shards = ns_->shards(dir);
     if (!shards) co_return ok_status();  // no directory: the change fails on its own
     for (size_t i = 1; i < shards->ids.size(); ++i) {
         const pfs_entry_id& shard = shards->ids[i];
         auto done = co_await cluster_.call_meta_ok(shard.owner_node, type, body_for(shard));
+        if (!done && done_already != 0 && done.error().code == done_already) continue;
         if (!done) co_return Error{done.error().code, "shard " + std::to_string(i) + " of the striped directory: " +
                                                           done.error().message};
     }
     co_return ok_status();
 }
 
-awaitable<Status> Service::setattr_shards(const pfs_setattr& m) {
-    if (!(m.valid & (PFS_SET_MODE | PFS_SET_UID | PFS_SET_GID))) co_return ok_status();
-    pfs_setattr to_shard = m;
-    to_shard.valid &= PFS_SET_MODE | PFS_SET_UID | PFS_SET_GID;
-    co_return co_await to_other_shards(m.id, PFS_MSG_SETATTR, [&](const pfs_entry_id& shard) {
+awaitable<Status> Service::setattr_shards(const pfs_entry_id& dir, const AttrChanges& changes) {
+    // As the permission check left them (a set-group-ID bit dropped).
+    pfs_setattr to_shard{};
+    if (changes.mode) {
+        to_shard.valid |= PFS_SET_MODE;
+        to_shard.mode = *changes.mode;
+    }
+    if (changes.uid) {
+        to_shard.valid |= PFS_SET_UID;
+        to_shard.uid = *changes.uid;
+    }
+    if (changes.gid) {
+        to_shard.valid |= PFS_SET_GID;
+        to_shard.gid = *changes.gid;
+    }
+    if (!to_shard.valid) co_return ok_status();
+    co_return co_await to_other_shards(dir, PFS_MSG_SETATTR, [&](const pfs_entry_id& shard) {
         to_shard.id = shard;
         return encode(pfs_x_setattr, to_shard);
     });
@@ -218,13 +249,20 @@ awaitable<Status> Service::setattr_shards(const pfs_setattr& m) {
 
 awaitable<Status> Service::xattr_shards(const pfs_xattr_req& m, uint16_t type, std::string_view value) {
     if (std::string_view(m.name) != kAclAccess && std::string_view(m.name) != kAclDefault) co_return ok_status();
+    // Whatever each shard has: a change made on some of them before can be
+    // made again.
     pfs_xattr_req to_shard = m;
-    co_return co_await to_other_shards(m.id, type, [&](const pfs_entry_id& shard) -> Result<Bytes> {
-        to_shard.id = shard;
-        auto b = encode(pfs_x_xattr_req, to_shard);
-        if (b) b->insert(b->end(), value.begin(), value.end());
-        return b;
-    });
+    to_shard.flags = 0;
+    const int done_already = type == PFS_MSG_REMOVEXATTR ? -ENODATA : 0;
+    co_return co_await to_other_shards(
+        m.id, type,
+        [&](const pfs_entry_id& shard) -> Result<Bytes> {
+            to_shard.id = shard;
+            auto b = encode(pfs_x_xattr_req, to_shard);
+            if (b) b->insert(b->end(), value.begin(), value.end());
+            return b;
+        },
+        done_already);
 }
 
 }  // namespace pfs::meta

@@ -162,6 +162,40 @@ TEST_CASE("a striped directory spreads its entries over three metadata servers a
         REQUIRE_OK(listing);
         CHECK(names(*listing) == expect);
 
+        // A striped directory made on another server than its parent's
+        // (detached), used and removed the same way.
+        const uint32_t root_node = *t.cluster->root_meta();
+        uint32_t away_node = 0;
+        for (const auto& n : t.cluster->meta_nodes())
+            if (n.node_id != root_node) away_node = n.node_id;
+        auto away = co_await fs.mkdir("/away", 0755, away_node, 3);
+        REQUIRE_OK(away);
+        CHECK(away->id.owner_node == away_node);
+        REQUIRE_OK(co_await put(fs, "/away/x", "x"));
+        REQUIRE_OK(co_await put(fs, "/away/y", "y"));
+        CHECK_ERRNO(co_await fs.rmdir("/away"), -ENOTEMPTY);
+        REQUIRE_OK(co_await fs.unlink("/away/x"));
+        REQUIRE_OK(co_await fs.unlink("/away/y"));
+        REQUIRE_OK(co_await fs.rmdir("/away"));
+
+        // rename over an empty striped directory replaces it, and its
+        // shards go; over one with entries it is ENOTEMPTY.
+        REQUIRE_OK(co_await fs.mkdir("/victim", 0755, 0, 3));
+        auto victim_shards = co_await fs.shards("/victim");
+        REQUIRE_OK(victim_shards);
+        REQUIRE_OK(co_await put(fs, "/victim/in", "in"));
+        REQUIRE_OK(co_await fs.mkdir("/newer"));
+        CHECK_ERRNO(co_await fs.rename("/newer", "/victim"), -ENOTEMPTY);
+        REQUIRE_OK(co_await fs.unlink("/victim/in"));
+        REQUIRE_OK(co_await fs.rename("/newer", "/victim"));
+        CHECK_ERRNO(co_await fs.stat("/newer"), -ENOENT);
+        auto replaced = co_await fs.stat("/victim");
+        REQUIRE_OK(replaced);
+        CHECK((replaced->xattrs & PFS_ATTR_STRIPED) == 0);
+        REQUIRE(co_await t.settled());
+        for (const auto& s : *victim_shards) CHECK_ERRNO(co_await t.attr_of(s), -ESTALE);
+        REQUIRE_OK(co_await fs.rmdir("/victim"));
+
         // Its mode is every shard's: a create in any shard is checked by it.
         pfs_setattr chmod{};
         chmod.valid = PFS_SET_MODE;
