@@ -140,10 +140,11 @@ Result<Inode*> Namespace::find_dir(const pfs_entry_id& id) {
 
 Attr Namespace::attr_of(const Inode& node) const {
     Attr a = node.attr;
+    const DirShards* shards = node.is_dir() ? &node.dir().shards : nullptr;
     if (node.is_dir()) a.size = node.dir().entries->size();
     // Its subdirectories are counted in shards elsewhere: "unknown", as
     // btrfs says (find(1) then looks into every directory).
-    if (node.is_dir() && node.dir().shards.striped()) a.nlink = 1;
+    if (shards && shards->striped()) a.nlink = 1;
     if (const auto* file = std::get_if<FileBody>(&node.body)) a.blocks = file->blocks;
     a.xattrs = 0;
     if (node.xattrs.contains(std::string_view(kAclAccess))) a.xattrs |= PFS_ATTR_ACL_ACCESS;
@@ -152,7 +153,7 @@ Attr Namespace::attr_of(const Inode& node) const {
     auto it = node.xattrs.lower_bound(security);
     if (it != node.xattrs.end() && it->first.starts_with(security)) a.xattrs |= PFS_ATTR_SECURITY;
     // The striped directory itself: its other shards are no client's business.
-    if (node.is_dir() && node.dir().shards.striped() && node.dir().shards.index == 0) a.xattrs |= PFS_ATTR_STRIPED;
+    if (shards && shards->striped() && shards->index == 0) a.xattrs |= PFS_ATTR_STRIPED;
     return a;
 }
 

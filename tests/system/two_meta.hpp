@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ctl_run.hpp"
 #include "filesystem.hpp"
@@ -17,6 +18,20 @@ namespace pfs::test {
 
 using namespace pfs::client;
 using namespace std::chrono_literals;
+
+// Until none of these metadata servers has a directory left CREATED or
+// REMOVING (20 s at most).
+inline awaitable<bool> all_settled(asio::io_context& io, Cluster& cluster, std::vector<uint32_t> nodes) {
+    co_return co_await test::eventually(io, 20s, [&]() -> awaitable<bool> {
+        for (uint32_t node : nodes) {
+            auto dirs = co_await list_detached(cluster, node);
+            if (!dirs) co_return false;
+            for (const auto& d : *dirs)
+                if (d.state != PFS_DETACHED_CONFIRMED) co_return false;
+        }
+        co_return true;
+    });
+}
 
 struct TwoMeta {
     TestCluster tc;
@@ -60,15 +75,8 @@ struct TwoMeta {
 
     // Until neither server has a directory left CREATED or REMOVING.
     awaitable<bool> settled() {
-        co_return co_await test::eventually(io, 20s, [&]() -> awaitable<bool> {
-            for (uint32_t node : {root_node, other_node}) {
-                auto dirs = co_await list_detached(*cluster, node);
-                if (!dirs) co_return false;
-                for (const auto& d : *dirs)
-                    if (d.state != PFS_DETACHED_CONFIRMED) co_return false;
-            }
-            co_return true;
-        });
+        std::vector<uint32_t> nodes{root_node, other_node};
+        co_return co_await all_settled(io, *cluster, std::move(nodes));
     }
 };
 
