@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <span>
 #include <variant>
 #include <vector>
 
@@ -133,6 +134,10 @@ struct DirShards {
     std::vector<pfs_entry_id> ids{};
 
     bool striped() const { return count > 1; }
+    // Shard 0: the other shards' ids.
+    std::span<const pfs_entry_id> others() const {
+        return ids.empty() ? std::span<const pfs_entry_id>{} : std::span<const pfs_entry_id>(ids).subspan(1);
+    }
     // Whether `name` belongs in this shard ("." and ".." in every one).
     bool keeps(std::string_view name) const {
         return !striped() || name == "." || name == ".." ||

@@ -234,10 +234,11 @@ public:
     // On the target directory's server: an entry naming an inode moved in
     // (of another server, or one of this server MOVING into dir), replacing
     // a local entry of the name unless noreplace.
-    // shards_held: a striped directory it replaces has its other shards
-    // held empty (else replacing one is -EXDEV).
+    // victim_held: what of the entry it replaces lies on other servers (a
+    // striped directory's other shards, another server's inode) is held for
+    // removal there (else replacing it is -EXDEV).
     Result<Outcome> link_moved(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
-                               uint8_t type, bool noreplace, Timespec now, bool shards_held = false);
+                               uint8_t type, bool noreplace, Timespec now, bool victim_held = false);
     // Drops the entry dir/name, which names id, an inode of another server
     // or one MOVING out of dir; the inode itself is left as it is.
     Status drop_entry(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id, Timespec now);
@@ -341,10 +342,19 @@ private:
     // A rename's (or a moved-in entry's) existing target, the victim: may
     // it be replaced by a directory (src_is_dir) or a non-directory? Then
     // drop it once its entry names the source.
-    // shards_held: a striped victim's other shards are held empty.
+    // victim_held: a striped victim's other shards are held empty.
+    // (A victim of another server's is checked by its owner and its type
+    // here: check_remote_victim.)
     static Status check_victim(const Inode& victim, bool src_is_dir, std::string_view name,
-                               bool shards_held = false);
+                               bool victim_held = false);
     std::optional<FreedFile> drop_victim(Inode& parent, Inode& victim, bool keep_orphan, Timespec now);
+    // A victim that is another server's inode (type: its entry's), which
+    // its owner holds for removal when victim_held (it checked a directory
+    // is empty): only the types are checked here.
+    static Status check_remote_victim(uint8_t type, bool src_is_dir, std::string_view name, bool victim_held);
+    // Its entry now names the source: the owner removes the inode once this
+    // is durable (RMDIR_DETACHED COMMIT), or settles it so.
+    void drop_remote_victim(Inode& parent, const pfs_entry_id& id, uint8_t type);
     // For a non-directory that may have lost its last link: frees it, or
     // keeps it as an orphan while it is open (or the op says it was).
     std::optional<FreedFile> settle(Inode& node, bool keep_orphan);

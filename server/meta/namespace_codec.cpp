@@ -155,7 +155,7 @@ void xfer_op(pfs_xdr* x, MovedLinkOp& o, uint8_t version) {
     xfer(x, o.type);
     xfer(x, o.keep_orphan);
     xfer(x, o.now);
-    if (version >= 3) xfer(x, o.shards_held);
+    if (version >= 3) xfer(x, o.victim_held);
 }
 
 void xfer_op(pfs_xdr* x, DropEntryOp& o) {

@@ -223,8 +223,8 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     bool exchange = op.flags & kRenameExchange;
     bool noreplace = op.flags & kRenameNoReplace;
     const bool checked = (op.flags & kRenameAncestryChecked) && !exchange;
-    const bool shards_held = op.flags & kRenameShardsHeld;
-    if ((op.flags & ~(kRenameNoReplace | kRenameExchange | kRenameAncestryChecked | kRenameShardsHeld)) ||
+    const bool victim_held = op.flags & kRenameVictimHeld;
+    if ((op.flags & ~(kRenameNoReplace | kRenameExchange | kRenameAncestryChecked | kRenameVictimHeld)) ||
         (exchange && noreplace))
         return fail(-EINVAL, "invalid rename flags");
     auto src_parent = find_dir(op.src_parent);
@@ -251,15 +251,19 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     if (!src_node) return src_node.error();
     Inode* src = *src_node;
     Inode* dst = nullptr;
+    // The target names another server's inode, which its owner holds.
+    std::optional<Directory::Slot> remote_victim;
     if (dst_slot) {
         if (!is_local(dst_slot->id)) {
-            // Replacing another server's inode would take its owner: only
-            // the type errors are decided here.
-            const bool src_dir = src_slot->type == DT_DIR, dst_dir = dst_slot->type == DT_DIR;
-            if (!exchange && src_dir != dst_dir)
-                return fail(src_dir ? -ENOTDIR : -EISDIR, quoted(op.dst_name) + (src_dir ? " is no directory" : " is a directory"));
-            return fail(-EXDEV, quoted(op.dst_name) + " is on another metadata server");
+            if (same_id(dst_slot->id, src_slot->id))  // one inode: nothing to do
+                return Outcome{.attr = Attr{.id = src_slot->id, .mode = mode_of_dtype(src_slot->type)}};
+            if (exchange) return fail(-EXDEV, quoted(op.dst_name) + " is on another metadata server");
+            if (auto st = check_remote_victim(dst_slot->type, src_slot->type == DT_DIR, op.dst_name, victim_held); !st)
+                return st.error();
+            remote_victim = *dst_slot;
         }
+    }
+    if (dst_slot && !remote_victim) {
         auto found = find(dst_slot->id);
         if (!found) return found.error();
         dst = *found;
@@ -293,7 +297,7 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     }
     if (src && dst == src) return Outcome{.attr = attr_of(*src)};  // two links to one inode: nothing to do
     if (dst && !exchange)
-        if (auto st = check_victim(*dst, src_is_dir, op.dst_name, shards_held); !st) return st.error();
+        if (auto st = check_victim(*dst, src_is_dir, op.dst_name, victim_held); !st) return st.error();
     // A directory's ".." moves from one parent to the other (for another
     // server's directory only the link counts here change).
     auto move_subdir = [](Inode* node, Inode& from, Inode& to) {
@@ -313,10 +317,10 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         if (moved && dst->is_dir()) move_dir(*dst, dp, sp);
         dst->attr.ctime = op.now;
     } else {
-        if (dst) {
+        if (dst || remote_victim) {
             // The target keeps its cookie: readers that listed it are not
             // shown the name a second time.
-            out.replaced = dst->attr.id;
+            out.replaced = dst ? dst->attr.id : remote_victim->id;
             dp.dir().entries->repoint(op.dst_name, src_id, src_type);
         } else {
             dp.dir().entries->insert(op.dst_name, src_id, src_type);
@@ -324,6 +328,7 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
         sp.dir().entries->erase(op.src_name);
         if (moved && src_is_dir) move_subdir(src, sp, dp);
         if (dst) out.freed = drop_victim(dp, *dst, op.keep_orphan, op.now);
+        if (remote_victim) drop_remote_victim(dp, remote_victim->id, remote_victim->type);
     }
     if (!src && moved) remote_entries_[EntryKey::of(src_id)] = dp.attr.id.ino;
     touch_dir(sp, op.now);
@@ -337,14 +342,27 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     return out;
 }
 
-Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name, bool shards_held) {
+Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name, bool victim_held) {
     if (src_is_dir && !victim.is_dir()) return fail(-ENOTDIR, quoted(name) + " is no directory");
     if (!src_is_dir && victim.is_dir()) return fail(-EISDIR, quoted(name) + " is a directory");
     if (victim.is_dir() && !victim.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(name) + " is not empty");
     // Whether its other shards are empty is theirs to say.
-    if (victim.is_dir() && victim.dir().shards.striped() && !shards_held)
+    if (victim.is_dir() && victim.dir().shards.striped() && !victim_held)
         return fail(-EXDEV, quoted(name) + " is a striped directory");
     return ok_status();
+}
+
+Status Namespace::check_remote_victim(uint8_t type, bool src_is_dir, std::string_view name, bool victim_held) {
+    const bool is_dir = type == DT_DIR;
+    if (src_is_dir && !is_dir) return fail(-ENOTDIR, quoted(name) + " is no directory");
+    if (!src_is_dir && is_dir) return fail(-EISDIR, quoted(name) + " is a directory");
+    if (!victim_held) return fail(-EXDEV, quoted(name) + " is on another metadata server");
+    return ok_status();
+}
+
+void Namespace::drop_remote_victim(Inode& parent, const pfs_entry_id& id, uint8_t type) {
+    remote_entries_.erase(EntryKey::of(id));
+    if (type == DT_DIR) --parent.attr.nlink;
 }
 
 std::optional<FreedFile> Namespace::drop_victim(Inode& parent, Inode& victim, bool keep_orphan, Timespec now) {

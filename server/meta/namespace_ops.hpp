@@ -80,9 +80,11 @@ inline constexpr uint32_t kRenameExchange = 1u << 1;   // RENAME_EXCHANGE
 // Set by the server, never by a client: the moved directory's way up, which
 // leaves this server, was checked not to pass through it (across servers).
 inline constexpr uint32_t kRenameAncestryChecked = 1u << 31;
-// Set by the server: the striped directory the rename replaces has its
-// other shards held empty (prepared for removal on their servers).
-inline constexpr uint32_t kRenameShardsHeld = 1u << 30;
+// Set by the server: what of the entry the rename replaces lies on other
+// servers is held for removal there (RMDIR_DETACHED PREPARE): a striped
+// directory's other shards, or the inode an entry of another server's
+// names, which its owner removes once the rename is durable.
+inline constexpr uint32_t kRenameVictimHeld = 1u << 30;
 
 struct RenameOp {
     pfs_entry_id src_parent{};
@@ -191,9 +193,9 @@ struct MovedLinkOp {
     uint8_t type = 0;          // DT_*
     bool keep_orphan = false;  // a replaced file was open: keep it at nlink 0
     Timespec now{};
-    // A striped directory replaced has its other shards held empty (op
-    // version 3 on): kRenameShardsHeld.
-    bool shards_held = false;
+    // What of the entry replaced lies on other servers is held for removal
+    // there (op version 3 on), as kRenameVictimHeld says.
+    bool victim_held = false;
 };
 
 // Drops an entry whose inode moved: one of another server, or one of this

@@ -110,9 +110,9 @@ Status Namespace::set_remote(const pfs_entry_id& id, const std::optional<RemoteP
 }
 
 Result<Outcome> Namespace::link_moved(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id,
-                                      uint8_t type, bool noreplace, Timespec now, bool shards_held) {
+                                      uint8_t type, bool noreplace, Timespec now, bool victim_held) {
     MovedLinkOp op{.parent = dir, .name = std::string(name), .id = id, .type = type, .now = now,
-                   .shards_held = shards_held};
+                   .victim_held = victim_held};
     if (auto d = find_dir(dir); d && !is_dot(name)) {
         if (const auto* slot = (*d)->dir().entries->find(name)) {
             if (noreplace) return fail(-EEXIST, quoted(name) + " exists");
@@ -282,23 +282,31 @@ Result<Outcome> Namespace::run(const MovedLinkOp& op) {
         if (names(op.id)) return fail(-EEXIST, "an entry names that inode already");
     }
     Inode* victim = nullptr;
-    if (const auto* slot = p.dir().entries->find(op.name)) {
-        if (!is_local(slot->id)) return fail(-EXDEV, quoted(op.name) + " is on another metadata server");
+    std::optional<Directory::Slot> remote_victim;  // another server's inode, held by its owner
+    if (const auto* slot = p.dir().entries->find(op.name); slot && !is_local(slot->id)) {
+        if (auto st = check_remote_victim(slot->type, is_dir, op.name, op.victim_held); !st) return st.error();
+        remote_victim = *slot;
+    } else if (slot) {
         auto found = find(slot->id);
         if (!found) return found.error();
         victim = *found;
         if (victim->remote) return fail(-EBUSY, quoted(op.name) + " is moving to another metadata server");
-        if (auto st = check_victim(*victim, is_dir, op.name, op.shards_held); !st) return st.error();
+        if (auto st = check_victim(*victim, is_dir, op.name, op.victim_held); !st) return st.error();
     } else if (auto st = check_new_entry(p, op.name); !st) {
         return st.error();
     }
-    if (is_dir && !victim && p.attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
+    const bool replaces_dir = (victim && victim->is_dir()) || (remote_victim && remote_victim->type == DT_DIR);
+    if (is_dir && !replaces_dir && p.attr.nlink == UINT32_MAX) return fail(-EMLINK, "too many subdirectories");
 
     Outcome out;
     if (victim) {
         out.replaced = victim->attr.id;
         p.dir().entries->repoint(op.name, op.id, op.type);
         out.freed = drop_victim(p, *victim, op.keep_orphan, op.now);
+    } else if (remote_victim) {
+        out.replaced = remote_victim->id;
+        p.dir().entries->repoint(op.name, op.id, op.type);
+        drop_remote_victim(p, remote_victim->id, remote_victim->type);
     } else {
         p.dir().entries->insert(op.name, op.id, op.type);
     }

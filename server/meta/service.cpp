@@ -478,8 +478,8 @@ awaitable<Reply> Service::on_unlink(Request& req) {
         if (auto st = co_await may_remove(req, m->dir, slot->id); !st) co_return Reply::from(st.error());
         slot = ns_->resolve(m->dir, m->name);  // the check may have waited
     }
-    if (slot && !ns_->is_local(slot->id) && slot->type != DT_DIR)
-        co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
+    if (auto victim = slot ? held_victim(m->dir, m->name) : std::nullopt; victim && victim->type != DT_DIR)
+        co_return co_await remove_held(req, m->dir, m->name, *victim);
     auto out = ns_->unlink(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -496,11 +496,8 @@ awaitable<Reply> Service::on_rmdir(Request& req) {
         if (auto st = co_await may_remove(req, m->dir, slot->id); !st) co_return Reply::from(st.error());
         slot = ns_->resolve(m->dir, m->name);  // the check may have waited
     }
-    if (slot && !ns_->is_local(slot->id) && slot->type == DT_DIR && m->name != std::string_view(".."))
-        co_return co_await remove_remote_entry(req, m->dir, m->name, *slot);
-    if (slot && !is_dot(m->name))
-        if (auto shards = striped_victim(m->dir, m->name))
-            co_return co_await remove_striped_dir(req, m->dir, m->name, *shards);
+    if (auto victim = slot ? held_victim(m->dir, m->name) : std::nullopt; victim && victim->type == DT_DIR)
+        co_return co_await remove_held(req, m->dir, m->name, *victim);
     auto out = ns_->rmdir(m->dir, m->name, now());
     if (!out) co_return Reply::from(out.error());
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
@@ -521,11 +518,12 @@ awaitable<Reply> Service::on_rename(Request& req) {
         if (auto slot = ns_->resolve(dir, name); slot && busy_.contains(EntryKey::of(slot->id)))
             co_return Reply::fail(EBUSY, "the entry is being moved or removed");
     }
-    // An empty striped directory it replaces: its other shards are held
-    // empty first, committed once it is replaced (as rmdir does).
+    // What it replaces of other servers (another server's inode, the other
+    // shards of a striped directory) is held for removal first, removed
+    // once it is replaced (as rmdir and unlink do).
     if (!(m->flags & (kRenameExchange | kRenameNoReplace)))
-        if (auto victim = striped_victim(m->dst_dir, m->dst_name))
-            co_return co_await rename_over_striped(req, *m, *victim);
+        if (auto victim = held_victim(m->dst_dir, m->dst_name); victim && replaceable(*victim, m->src_dir, m->src_name))
+            co_return co_await rename_over_held(req, *m, *victim);
     auto out = co_await rename_here(*m, 0);
     if (!out) co_return Reply::from(out.error());
     std::vector<pfs_entry_id> ids{m->src_dir, m->dst_dir, out->attr.id};

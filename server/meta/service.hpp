@@ -30,6 +30,14 @@
 
 namespace pfs::meta {
 
+// An entry whose inode, or part of it, other servers hold: removing it, or
+// renaming over it, has them hold that for removal first.
+struct HeldVictim {
+    pfs_entry_id id{};                 // what the entry names
+    uint8_t type = 0;                  // DT_*
+    std::vector<pfs_entry_id> held{};  // the other servers' part: the inode, or the other shards
+};
+
 class Service {
 public:
     // Waits until every op applied so far is durable.
@@ -143,29 +151,35 @@ private:
     // (its entry in parent, a directory of another server).
     awaitable<Result<Attr>> make_striped_dir(const pfs_entry_id& parent, std::string_view name,
                                              const Namespace::NewDir& plan, uint32_t stripes, bool detached);
-    // RMDIR_DETACHED's phase to every shard but the first; a PREPARE that
-    // fails is aborted on those prepared.
-    awaitable<Status> tell_shards(const DirShards& shards, uint8_t phase);
     // Detached directories whose entries (or striped directory) are
     // durable now: CONFIRMED at once, not at their servers' next round of
     // settle_detached (best effort: that round still does it).
     awaitable<void> confirm_detached(std::span<const pfs_entry_id> ids);
     awaitable<void> confirm_shards(const pfs_entry_id& dir);
-    // op() with the other shards of a striped directory of this server
-    // held empty (RMDIR_DETACHED PREPARE): committed when it succeeded (the
-    // directory is gone), aborted when it failed.
+    // ---- entries whose inode, or part of it, is on other servers
+    // (service_victims.cpp) ----
+    // dir/name when it names another server's inode, or a striped
+    // directory of this server.
+    std::optional<HeldVictim> held_victim(const pfs_entry_id& dir, std::string_view name) const;
+    // RMDIR_DETACHED's phase to each of ids; a PREPARE that fails is
+    // aborted on those prepared.
+    awaitable<Status> tell_held(std::span<const pfs_entry_id> ids, uint8_t phase);
+    // op() with what of victim other servers have held for removal
+    // (RMDIR_DETACHED PREPARE): committed when op succeeded (the entry is
+    // durably gone), aborted when it failed before its change.
     // op sets `applied` once its change is in the namespace.
-    awaitable<Reply> with_shards_held(const DirShards& shards,
+    awaitable<Reply> with_victim_held(const HeldVictim& victim,
                                       const std::function<awaitable<Reply>(bool& applied)>& op);
     // Whether dir/name still names id (after an await).
     bool still_names(const pfs_entry_id& dir, std::string_view name, const pfs_entry_id& id) const;
-    // The shards of dir/name when it is a striped directory of this server.
-    std::optional<DirShards> striped_victim(const pfs_entry_id& dir, std::string_view name) const;
-    // RENAME (within this server) over victim, an empty striped directory.
-    awaitable<Reply> rename_over_striped(const Request& req, const pfs_rename& m, const DirShards& victim);
-    // rmdir of dir/name, a striped directory of this server.
-    awaitable<Reply> remove_striped_dir(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                        const DirShards& shards);
+    // rmdir or unlink of dir/name, which is victim.
+    awaitable<Reply> remove_held(const Request& req, const pfs_entry_id& dir, std::string_view name,
+                                 const HeldVictim& victim);
+    // RENAME (within this server) over victim.
+    awaitable<Reply> rename_over_held(const Request& req, const pfs_rename& m, const HeldVictim& victim);
+    // Whether a rename of src_dir/src_name may replace victim, as far as
+    // this server knows (its kind; not the same inode).
+    bool replaceable(const HeldVictim& victim, const pfs_entry_id& src_dir, std::string_view src_name) const;
     // A change of a striped directory's permissions (mode, owner, ACLs) or
     // pattern, made on its other shards first (as this server, the body
     // naming each shard).
@@ -175,9 +189,6 @@ private:
                                       int done_already = 0);
     awaitable<Status> setattr_shards(const pfs_entry_id& dir, const AttrChanges& changes);
     awaitable<Status> xattr_shards(const pfs_xattr_req& m, uint16_t type, std::string_view value);
-    // rmdir or unlink of an entry naming another server's inode.
-    awaitable<Reply> remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                         const Directory::Slot& slot);
     // The attributes of an entry that names another server's inode.
     awaitable<Reply> remote_attr(const pfs_entry_id& id);
     // ENTRY_CHECK's PENDING: an operation on id (or on the striped

@@ -216,9 +216,11 @@ awaitable<Reply> Service::on_remote_link(Request& req) {
         std::vector<pfs_entry_id> ids{m->dir, m->id};
         co_return co_await moved_reply(req, std::move(ids), std::move(*out));
     };
-    // An empty striped directory it replaces: its other shards held first.
-    if (auto victim = noreplace ? std::nullopt : striped_victim(m->dir, m->name))
-        co_return co_await with_shards_held(*victim, [&](bool& applied) { return link(&victim->ids[0], applied); });
+    // What it replaces of other servers (another server's inode, the other
+    // shards of a striped directory) is held for removal first.
+    if (auto victim = noreplace ? std::nullopt : held_victim(m->dir, m->name);
+        victim && !same_id(victim->id, m->id) && (victim->type == DT_DIR) == (m->type == DT_DIR))
+        co_return co_await with_victim_held(*victim, [&](bool& applied) { return link(&victim->id, applied); });
     bool applied = false;
     co_return co_await link(nullptr, applied);
 }

@@ -116,43 +116,6 @@ awaitable<Reply> Service::make_remote_dir(const Request& req, const pfs_entry_id
     co_return answer;
 }
 
-awaitable<Reply> Service::remove_remote_entry(const Request& req, const pfs_entry_id& dir, std::string_view name,
-                                              const Directory::Slot& slot) {
-    const pfs_entry_id id = slot.id;
-    Holding busy(busy_, EntryKey::of(id));
-    if (!busy.held()) co_return Reply::fail(EBUSY, "the entry is being removed or moved");
-    auto tell = [this, id](uint8_t phase) -> awaitable<Status> {
-        pfs_rmdir_detached rd{id, phase};
-        auto r = co_await cluster_.call_meta_ok(id.owner_node, PFS_MSG_RMDIR_DETACHED, encode(pfs_x_rmdir_detached, rd));
-        if (!r) co_return r.error();
-        co_return ok_status();
-    };
-    auto prepared = co_await tell(PFS_RMDIR_PREPARE);
-    Result<Reply> reply = Reply::ok();
-    bool removed = false;
-    if (!prepared) {
-        reply = prepared.error();
-    } else if (auto now_slot = ns_->resolve(dir, name); !now_slot || !same_id(now_slot->id, id)) {
-        // Renamed or replaced meanwhile: the inode stays.
-        co_await tell(PFS_RMDIR_ABORT);
-        reply = Error{-EBUSY, "the entry changed while it was being removed"};
-    } else if (auto out = slot.type == DT_DIR ? ns_->rmdir(dir, name, now()) : ns_->unlink(dir, name, now()); !out) {
-        co_await tell(PFS_RMDIR_ABORT);
-        reply = out.error();
-    } else {
-        const pfs_entry_id ids[] = {dir, id};
-        changed(req, ids);
-        removed = true;
-    }
-    auto answer = co_await finish(std::move(reply));
-    // Once the entry is durably gone; a lost COMMIT is settled by the owner.
-    if (removed && answer.status == PFS_OK) {
-        if (auto st = co_await tell(PFS_RMDIR_COMMIT); !st)
-            log::warn("removal of an inode on another server left to settle", {{"error", st.error().message}});
-    }
-    co_return answer;
-}
-
 // ---- on the detached directory's server ----
 
 awaitable<Reply> Service::on_mkdir_detached(Request& req) {
@@ -190,15 +153,15 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
             st = Error{-EBUSY, "the directory is being removed or moved"};
             break;
         }
-        if (striped) st = co_await tell_shards(*shards, PFS_RMDIR_PREPARE);
+        if (striped) st = co_await tell_held(shards->others(), PFS_RMDIR_PREPARE);
         if (!st) break;
         st = ns_->set_detached_state(m->id, PFS_DETACHED_REMOVING);
-        if (!st && striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
+        if (!st && striped) co_await tell_held(shards->others(), PFS_RMDIR_ABORT);
         break;
     }
     case PFS_RMDIR_ABORT:
         st = ns_->set_detached_state(m->id, PFS_DETACHED_CONFIRMED);
-        if (striped) co_await tell_shards(*shards, PFS_RMDIR_ABORT);
+        if (striped) co_await tell_held(shards->others(), PFS_RMDIR_ABORT);
         break;
     case PFS_RMDIR_CONFIRM: {
         // Only a directory still CREATED: one whose removal was prepared
@@ -234,7 +197,7 @@ awaitable<Reply> Service::on_rmdir_detached(Request& req) {
     changed(req, ids);
     auto answer = co_await finish(Reply::ok(), std::move(freed));
     if (striped && m->phase == PFS_RMDIR_COMMIT && answer.status == PFS_OK)
-        co_await tell_shards(*shards, PFS_RMDIR_COMMIT);
+        co_await tell_held(shards->others(), PFS_RMDIR_COMMIT);
     co_return answer;
 }
 

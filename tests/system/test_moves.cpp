@@ -135,6 +135,97 @@ TEST_CASE("renames move files and directories between metadata servers", "[syste
     CHECK(report["clean"] == true);
 }
 
+TEST_CASE("a rename replaces an entry naming another server's inode, which its owner then removes",
+          "[system][remote][move]") {
+    TwoMeta t;
+    auto& fs = *t.fs;
+    bool ok = test::run(t.io, [&]() -> awaitable<void> {
+        REQUIRE(co_await t.ready());
+        REQUIRE_OK(co_await fs.mkdir("/a", 0755, t.root_node));
+        REQUIRE_OK(co_await fs.mkdir("/b", 0755, t.other_node));
+        auto gone = [&](const pfs_entry_id& id) -> awaitable<bool> {
+            auto r = co_await t.cluster->call_meta_ok(id.owner_node, PFS_MSG_GETATTR, encode(pfs_x_entry_id, id));
+            co_return !r && r.error().code == -ESTALE;
+        };
+        auto content = [&](const std::string& path) -> awaitable<std::string> {
+            auto data = co_await get(fs, path);
+            co_return data ? *data : "error " + std::to_string(data.error().code);
+        };
+
+        // Saved twice from the other server (a temporary file renamed over
+        // the last save): the second replaces the first's inode, of /a's
+        // server, from /b's (REMOTE_LINK over a remote entry).
+        REQUIRE_OK(co_await put(fs, "/a/tmp1", "save 1"));
+        REQUIRE_OK(co_await fs.rename("/a/tmp1", "/b/file"));
+        auto first = co_await fs.stat("/b/file");
+        REQUIRE_OK(first);
+        REQUIRE(first->id.owner_node == t.root_node);
+        REQUIRE_OK(co_await put(fs, "/a/tmp2", "save 2"));
+        auto reader = co_await fs.open("/b/file", O_RDONLY);  // keeps the first save readable
+        REQUIRE_OK(reader);
+        REQUIRE_OK(co_await fs.rename("/a/tmp2", "/b/file"));
+        auto now = co_await content("/b/file");
+        CHECK(now == "save 2");
+        std::vector<uint8_t> buf(64);
+        auto kept = co_await fs.read(*reader, 0, buf);
+        REQUIRE_OK(kept);
+        CHECK(std::string(buf.begin(), buf.begin() + static_cast<long>(*kept)) == "save 1");
+        REQUIRE_OK(co_await fs.close(*reader));
+        CHECK(co_await gone(first->id));
+
+        // Then from a file of /b's own (RENAME within /b's server over the
+        // entry naming the second save's inode, still /a's server's).
+        auto second = co_await fs.stat("/b/file");
+        REQUIRE_OK(second);
+        REQUIRE(second->id.owner_node == t.root_node);
+        REQUIRE_OK(co_await put(fs, "/b/tmp3", "save 3"));
+        REQUIRE_OK(co_await fs.rename("/b/tmp3", "/b/file"));
+        now = co_await content("/b/file");
+        CHECK(now == "save 3");
+        CHECK(co_await gone(second->id));
+        auto listing = co_await fs.readdir("/b");
+        REQUIRE_OK(listing);
+        CHECK(names(*listing) == std::set<std::string>{"file"});
+
+        // An empty directory of the other server is replaced; a full one,
+        // or one of the other kind, is not, and stays as it was.
+        REQUIRE_OK(co_await fs.mkdir("/b/empty", 0755, t.root_node));
+        auto empty = co_await fs.stat("/b/empty");
+        REQUIRE_OK(empty);
+        REQUIRE(empty->id.owner_node == t.root_node);
+        REQUIRE_OK(co_await fs.mkdir("/b/mine", 0755, t.other_node));
+        auto b_before = co_await fs.stat("/b");
+        REQUIRE_OK(b_before);
+        REQUIRE_OK(co_await fs.rename("/b/mine", "/b/empty"));
+        auto replaced = co_await fs.stat("/b/empty");
+        REQUIRE_OK(replaced);
+        CHECK(replaced->id.owner_node == t.other_node);
+        CHECK(co_await gone(empty->id));
+        auto b_after = co_await fs.stat("/b");
+        REQUIRE_OK(b_after);
+        CHECK(b_after->nlink == b_before->nlink - 1);
+        REQUIRE_OK(co_await fs.mkdir("/b/full", 0755, t.root_node));
+        REQUIRE_OK(co_await put(fs, "/b/full/x", "x"));
+        REQUIRE_OK(co_await fs.mkdir("/b/other", 0755, t.other_node));
+        CHECK_ERRNO(co_await fs.rename("/b/other", "/b/full"), -ENOTEMPTY);
+        CHECK_ERRNO(co_await fs.rename("/b/file", "/b/full"), -EISDIR);
+        REQUIRE_OK(co_await put(fs, "/b/full/y", "takes entries again"));
+        REQUIRE_OK(co_await put(fs, "/a/f", "f"));
+        REQUIRE_OK(co_await fs.rename("/a/f", "/b/moved"));
+        CHECK_ERRNO(co_await fs.rename("/b/other", "/b/moved"), -ENOTDIR);
+        CHECK(co_await content("/b/full/x") == "x");
+        CHECK(co_await content("/b/moved") == "f");
+
+        REQUIRE(co_await t.settled());
+        t.cluster->close();
+    });
+    INFO(t.tc.logs().substr(0, 20000));
+    REQUIRE(ok);
+    auto report = test::fsck_json(t.tc, 0);
+    INFO(report.dump());
+    CHECK(report["clean"] == true);
+}
+
 TEST_CASE("kill -9 of either metadata server amid moves between them leaves every file named once",
           "[system][remote][move]") {
     for (const char* victim : {"m1", "m2"}) {
@@ -206,6 +297,77 @@ TEST_CASE("kill -9 of either metadata server amid moves between them leaves ever
             INFO(t.tc.logs().substr(0, 20000));
             REQUIRE(ok);
             auto report = test::fsck_json(t.tc, 0);
+            CHECK(report["clean"] == true);
+        }
+    }
+}
+
+TEST_CASE("kill -9 of either metadata server amid saves over the other's files keeps each file's last save",
+          "[system][remote][move]") {
+    for (const char* victim : {"m1", "m2"}) {
+        DYNAMIC_SECTION("killed: " << victim) {
+            TwoMeta t;
+            auto& fs = *t.fs;
+            constexpr int workers = 4;
+            auto save = [](int w, int k) { return "save " + std::to_string(w) + " " + std::to_string(k); };
+            auto file = [](int w) { return "/b/file" + std::to_string(w); };
+            // Each worker's last acknowledged save, and the one under way at
+            // the kill (-1: none), which may have gone either way.
+            std::map<int, int> saved, in_doubt;
+            int saves = 0;
+            bool ok = test::run(t.io, [&]() -> awaitable<void> {
+                REQUIRE(co_await t.ready());
+                REQUIRE_OK(co_await fs.mkdir("/a", 0755, t.root_node));
+                REQUIRE_OK(co_await fs.mkdir("/b", 0755, t.other_node));
+                for (int w = 0; w < workers; ++w) {
+                    REQUIRE_OK(co_await put(fs, file(w), save(w, -1)));
+                    saved[w] = in_doubt[w] = -1;
+                }
+                bool killed = false;
+                std::vector<Task<Unit>> tasks;
+                for (int w = 0; w < workers; ++w) {
+                    tasks.push_back([&, w]() -> awaitable<Result<Unit>> {
+                        // Written beside it or on the other server, then
+                        // renamed over it: the file it replaces is of
+                        // either server, whichever the last save came from.
+                        for (int k = 0; !killed; ++k) {
+                            const std::string tmp = std::string(k % 3 ? "/a/" : "/b/") + "tmp" + std::to_string(w) +
+                                                    "_" + std::to_string(k);
+                            if (!co_await put(fs, tmp, save(w, k))) break;
+                            in_doubt[w] = k;
+                            if (!co_await fs.rename(tmp, file(w))) break;
+                            saved[w] = k;
+                            in_doubt[w] = -1;
+                            ++saves;
+                        }
+                        co_return Unit{};
+                    });
+                }
+                tasks.push_back([&]() -> awaitable<Result<Unit>> {
+                    while (saves < 120) co_await pause(t.io, 5ms);
+                    t.tc.daemon(victim).kill(SIGKILL);
+                    killed = true;
+                    co_return Unit{};
+                });
+                (void)co_await gather(std::move(tasks));
+                t.tc.daemon(victim).start();
+                REQUIRE(co_await t.ready());
+                REQUIRE(co_await t.settled());
+
+                WARN("acknowledged saves " << saves);
+                CHECK(saves >= 120);
+                for (int w = 0; w < workers; ++w) {
+                    INFO("worker " << w << " saved " << saved[w] << ", in doubt " << in_doubt[w]);
+                    auto data = co_await get(fs, file(w));
+                    REQUIRE_OK(data);
+                    CHECK((*data == save(w, saved[w]) || (in_doubt[w] >= 0 && *data == save(w, in_doubt[w]))));
+                }
+                t.cluster->close();
+            });
+            INFO(t.tc.logs().substr(0, 20000));
+            REQUIRE(ok);
+            auto report = test::fsck_json(t.tc, 0);
+            INFO(report.dump());
             CHECK(report["clean"] == true);
         }
     }

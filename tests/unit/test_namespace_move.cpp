@@ -192,6 +192,15 @@ TEST_CASE("entries naming another server's inodes move in, replace and go", "[na
     CHECK(err(fs.ns.link_moved(root, "full", other_id(44), DT_DIR, false, fs.tick())) == -ENOTEMPTY);
     CHECK(err(fs.ns.link_moved(root, "full", other_id(44), DT_REG, false, fs.tick())) == -EISDIR);
     CHECK(err(fs.ns.link_moved(root, "victim", other_id(44), DT_REG, false, fs.tick())) == -EXDEV);
+    // Once its owner holds it for removal: replaced, not freed here.
+    CHECK(err(fs.ns.link_moved(root, "victim", other_id(44), DT_DIR, false, fs.tick(), true)) == -ENOTDIR);
+    auto over = fs.ns.link_moved(root, "victim", other_id(44), DT_REG, false, fs.tick(), true);
+    REQUIRE(over);
+    CHECK(same_id(*over->replaced, other_id(43)));
+    CHECK_FALSE(over->freed);
+    CHECK_FALSE(fs.ns.names(other_id(43)));
+    CHECK(same_id(fs.ns.resolve(root, "victim")->id, other_id(44)));
+    restored(fs);
     fs.file(root, "kept");
     CHECK(err(fs.ns.link_moved(root, "kept", other_id(44), DT_REG, true, fs.tick())) == -EEXIST);
 
@@ -200,7 +209,7 @@ TEST_CASE("entries naming another server's inodes move in, replace and go", "[na
     CHECK_FALSE(fs.ns.names(in_file));
     CHECK(err(fs.ns.drop_entry(root, "d", in_file, fs.tick())) == -ENOENT);  // names another inode
     REQUIRE(fs.ns.unlink(root, "victim", fs.tick()));
-    CHECK_FALSE(fs.ns.names(other_id(43)));
+    CHECK_FALSE(fs.ns.names(other_id(44)));
     REQUIRE(fs.ns.drop_entry(root, "d", in_dir, fs.tick()));
     CHECK(fs.stat(root).nlink == nlink + 2);  // sub and full
     restored(fs);

@@ -136,6 +136,42 @@ TEST_CASE("an entry naming another server's directory", "[namespace][remote]") {
     CHECK(err(fs.ns.resolve(root, "empty")) == -ENOENT);
 }
 
+TEST_CASE("a rename replaces another server's inode its owner holds", "[namespace][remote]") {
+    Fs fs;
+    auto root = fs.root();
+    const auto remote = other_id(7);
+    REQUIRE(fs.ns.add_remote_dir(root, "r", remote, fs.tick()));
+    const uint32_t nlink = fs.stat(root).nlink;
+    auto f = fs.file(root, "f");
+    auto x = fs.dir(root, "x");
+    // Not held: EXDEV; the types are checked here all the same.
+    CHECK(err(fs.ns.rename(root, "x", root, "r", 0, fs.tick())) == -EXDEV);
+    CHECK(err(fs.ns.rename(root, "f", root, "r", kRenameVictimHeld, fs.tick())) == -EISDIR);
+    CHECK(err(fs.ns.rename(root, "x", root, "r", kRenameExchange | kRenameVictimHeld, fs.tick())) == -EXDEV);
+    // Held (its owner checked it is empty): only the entry goes here.
+    auto out = fs.ns.rename(root, "x", root, "r", kRenameVictimHeld, fs.tick());
+    REQUIRE(out);
+    CHECK(same_id(*out->replaced, remote));
+    CHECK_FALSE(out->freed);
+    CHECK_FALSE(fs.ns.names(remote));
+    CHECK(same_id(fs.ns.resolve(root, "r")->id, x));
+    CHECK(fs.stat(root).nlink == nlink);  // x replaced r
+    CHECK(err(fs.ns.resolve(root, "x")) == -ENOENT);
+    // A file over an entry naming another server's file (a moved-in one).
+    REQUIRE(fs.ns.link_moved(root, "moved", other_id(8), DT_REG, false, fs.tick()));
+    CHECK(err(fs.ns.rename(root, "f", root, "moved", 0, fs.tick())) == -EXDEV);
+    REQUIRE(fs.ns.rename(root, "f", root, "moved", kRenameVictimHeld, fs.tick()));
+    CHECK_FALSE(fs.ns.names(other_id(8)));
+    CHECK(same_id(fs.ns.resolve(root, "moved")->id, f));
+    // As after a restart: neither is named.
+    auto snap = fs.ns.snapshot();
+    REQUIRE(snap);
+    auto back = Namespace::restore(*snap);
+    REQUIRE(back);
+    CHECK_FALSE(back->names(remote));
+    CHECK_FALSE(back->names(other_id(8)));
+}
+
 TEST_CASE("a directory is not moved where this server cannot rule out a loop", "[namespace][remote]") {
     Fs fs;
     auto root = fs.root();
