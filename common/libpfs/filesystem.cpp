@@ -177,8 +177,8 @@ awaitable<Result<pfs_attr>> FileSystem::walk(std::string_view path, bool use_cac
         attr = co_await attr_call(*where, PFS_MSG_LOOKUP, name_req(*where, parts[i]));
         if (!attr) break;
         striped = (attr->xattrs & PFS_ATTR_STRIPED) != 0;
-        if (!last && (attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0 &&
-            notices_ == notices_before)
+        // The last one too: the parent of the next create or unlink in it.
+        if ((attr->mode & S_IFMT) == S_IFDIR && options_.dir_cache_ttl.count() > 0 && notices_ == notices_before)
             dir_cache_[cache_key(at, parts[i])] = CachedDir{*where, attr->id, striped, now + options_.dir_cache_ttl};
         at = attr->id;
     }
@@ -217,56 +217,83 @@ awaitable<Result<std::vector<pfs_entry_id>>> FileSystem::shards(std::string_view
     co_return **ids;
 }
 
-awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_view path) {
+std::optional<FileSystem::CachedDir> FileSystem::cached_dir(const pfs_entry_id& root,
+                                                            std::span<const std::string_view> parts) const {
+    CachedDir at{.parent = root, .id = root, .striped = false, .expires = {}};  // the root is never striped
+    if (parts.empty()) return at;
+    if (options_.dir_cache_ttl.count() <= 0) return std::nullopt;
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& part : parts) {
+        auto hit = dir_cache_.find(cache_key(at.id, part));
+        if (hit == dir_cache_.end() || hit->second.expires <= now) return std::nullopt;
+        at = hit->second;
+    }
+    return at;
+}
+
+awaitable<Result<FileSystem::Parent>> FileSystem::resolve_parent(std::string_view path, bool fresh) {
     auto parts = components(path);
     if (parts.empty()) co_return Error{-EINVAL, "the root has no parent"};
-    std::string dir_path;
-    for (size_t i = 0; i + 1 < parts.size(); ++i) (dir_path += '/') += parts[i];
-    auto dir = co_await resolve(dir_path);
-    if (!dir) co_return dir.error();
-    if ((dir->mode & S_IFMT) != S_IFDIR) co_return Error{-ENOTDIR, dir_path + " is not a directory"};
-    auto where = co_await name_dir(dir->id, (dir->xattrs & PFS_ATTR_STRIPED) != 0, parts.back());
+    const std::string_view name = parts.back();
+    parts.pop_back();
+    auto top = co_await root();
+    if (!top) co_return top.error();
+    // Within dir_cache_ttl of its last lookup (and no notice about it
+    // since), a directory's id is taken as the cache has it, as the
+    // directories above a looked-up name are: the server checks the rest.
+    std::optional<CachedDir> dir = fresh && !parts.empty() ? std::nullopt : cached_dir(*top, parts);
+    const bool cached = dir.has_value() && !parts.empty();
+    if (!dir) {
+        std::string dir_path;
+        for (const auto& part : parts) (dir_path += '/') += part;
+        auto attr = co_await resolve(dir_path);
+        if (!attr) co_return attr.error();
+        if ((attr->mode & S_IFMT) != S_IFDIR) co_return Error{-ENOTDIR, dir_path + " is not a directory"};
+        dir = CachedDir{.parent = {}, .id = attr->id, .striped = (attr->xattrs & PFS_ATTR_STRIPED) != 0, .expires = {}};
+    }
+    auto where = co_await name_dir(dir->id, dir->striped, name);
     if (!where) co_return where.error();
-    co_return Parent{*where, std::string(parts.back())};
+    co_return Parent{*where, std::string(name), cached};
 }
 
 awaitable<Result<pfs_attr>> FileSystem::stat(std::string_view path) { co_return co_await resolve(path); }
 
 awaitable<Result<pfs_attr>> FileSystem::mkdir(std::string_view path, uint32_t mode, uint32_t meta_node,
                                                uint32_t stripes) {
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    if (meta_node != 0 || stripes != 0) {
-        pfs_mkdir_on m{parent->dir, {}, mode, meta_node, stripes};
-        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR_ON, encode(pfs_x_mkdir_on, m));
-    }
-    pfs_create m{parent->dir, {}, mode, 0};
-    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-    co_return co_await attr_call(parent->dir, PFS_MSG_MKDIR, encode(pfs_x_create, m));
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<pfs_attr>> {
+        if (meta_node != 0 || stripes != 0) {
+            pfs_mkdir_on m{parent.dir, {}, mode, meta_node, stripes};
+            if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+            co_return co_await attr_call(parent.dir, PFS_MSG_MKDIR_ON, encode(pfs_x_mkdir_on, m));
+        }
+        pfs_create m{parent.dir, {}, mode, 0};
+        if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        co_return co_await attr_call(parent.dir, PFS_MSG_MKDIR, encode(pfs_x_create, m));
+    });
 }
 
 awaitable<Status> FileSystem::rmdir(std::string_view path) {
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    dir_cache_.clear();
-    auto r = co_await meta(parent->dir, PFS_MSG_RMDIR, name_req(parent->dir, parent->name));
-    if (!r) co_return r.error();
-    co_return ok_status();
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Status> {
+        dir_cache_.clear();
+        auto r = co_await meta(parent.dir, PFS_MSG_RMDIR, name_req(parent.dir, parent.name));
+        if (!r) co_return r.error();
+        co_return ok_status();
+    });
 }
 
 awaitable<Status> FileSystem::unlink(std::string_view path) {
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    auto r = co_await meta(parent->dir, PFS_MSG_UNLINK, name_req(parent->dir, parent->name));
-    if (!r) co_return r.error();
-    co_return ok_status();
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Status> {
+        auto r = co_await meta(parent.dir, PFS_MSG_UNLINK, name_req(parent.dir, parent.name));
+        if (!r) co_return r.error();
+        co_return ok_status();
+    });
 }
 
 awaitable<Status> FileSystem::rename(std::string_view from, std::string_view to, uint32_t flags) {
-    auto src = co_await resolve_parent(from);
+    // Both looked up: the rename may move directories the cache names.
+    auto src = co_await resolve_parent(from, true);
     if (!src) co_return src.error();
-    auto dst = co_await resolve_parent(to);
+    auto dst = co_await resolve_parent(to, true);
     if (!dst) co_return dst.error();
     auto m = std::make_unique<pfs_rename>();
     m->src_dir = src->dir;
@@ -284,31 +311,31 @@ awaitable<Status> FileSystem::rename(std::string_view from, std::string_view to,
 awaitable<Result<pfs_attr>> FileSystem::link(std::string_view existing, std::string_view path) {
     auto target = co_await resolve(existing);
     if (!target) co_return target.error();
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    pfs_link m{target->id, parent->dir, {}};
-    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-    co_return co_await attr_call(parent->dir, PFS_MSG_LINK, encode(pfs_x_link, m));
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<pfs_attr>> {
+        pfs_link m{target->id, parent.dir, {}};
+        if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        co_return co_await attr_call(parent.dir, PFS_MSG_LINK, encode(pfs_x_link, m));
+    });
 }
 
 awaitable<Result<pfs_attr>> FileSystem::symlink(std::string_view target, std::string_view path) {
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    auto m = std::make_unique<pfs_symlink>();
-    m->dir = parent->dir;
-    if (!set_field(m->name, parent->name) || !set_field(m->target, target))
-        co_return Error{-ENAMETOOLONG, "name or target too long"};
-    auto payload = encode_payload([&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); });
-    co_return co_await attr_call(parent->dir, PFS_MSG_SYMLINK, std::move(payload));
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<pfs_attr>> {
+        auto m = std::make_unique<pfs_symlink>();
+        m->dir = parent.dir;
+        if (!set_field(m->name, parent.name) || !set_field(m->target, target))
+            co_return Error{-ENAMETOOLONG, "name or target too long"};
+        auto payload = encode_payload([&](pfs_xdr* x) { pfs_x_symlink(x, m.get()); });
+        co_return co_await attr_call(parent.dir, PFS_MSG_SYMLINK, std::move(payload));
+    });
 }
 
 awaitable<Result<pfs_attr>> FileSystem::mknod(std::string_view path, uint32_t mode, uint32_t rdev) {
     if (!pfs_mknod_mode_valid(mode)) co_return Error{-EINVAL, "mknod makes FIFOs, sockets and devices"};
-    auto parent = co_await resolve_parent(path);
-    if (!parent) co_return parent.error();
-    pfs_mknod m{parent->dir, {}, mode, rdev};
-    if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-    co_return co_await attr_call(parent->dir, PFS_MSG_MKNOD, encode(pfs_x_mknod, m));
+    co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<pfs_attr>> {
+        pfs_mknod m{parent.dir, {}, mode, rdev};
+        if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+        co_return co_await attr_call(parent.dir, PFS_MSG_MKNOD, encode(pfs_x_mknod, m));
+    });
 }
 
 awaitable<Result<std::string>> FileSystem::readlink(std::string_view path) {
@@ -497,18 +524,20 @@ Result<OpenFile> FileSystem::opened(Result<OpenReply> reply, uint64_t epoch, int
 awaitable<Result<FileSystem::OpenReply>> FileSystem::open_existing(std::string_view path, uint32_t flags,
                                                                    uint64_t* epoch) {
     const bool read_only = (flags & O_ACCMODE) == O_RDONLY;
-    auto parent = co_await resolve_parent(path);
-    if (!parent && parent.error().code != -EINVAL) co_return parent.error();
-    if (parent && parent->name != "." && parent->name != "..") {
-        pfs_open_name m{parent->dir, {}, flags};
-        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        auto reply = co_await open_call(parent->dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m), epoch, read_only);
-        if (!reply) co_return reply;
-        auto found = decode_open(reply->body);
-        if (!found) co_return found.error();
-        if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return reply;
-        co_return co_await open_call(found->attr.id, PFS_MSG_OPEN, encode(pfs_x_open, pfs_open{found->attr.id, flags}),
-                                     epoch, read_only);
+    auto parts = components(path);
+    if (!parts.empty() && parts.back() != "." && parts.back() != "..") {
+        co_return co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<OpenReply>> {
+            pfs_open_name m{parent.dir, {}, flags};
+            if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+            auto reply =
+                co_await open_call(parent.dir, PFS_MSG_OPEN_NAME, encode(pfs_x_open_name, m), epoch, read_only);
+            if (!reply) co_return reply;
+            auto found = decode_open(reply->body);
+            if (!found) co_return found.error();
+            if ((found->attr.mode & S_IFMT) == S_IFREG && !found->layout.targets.empty()) co_return reply;
+            co_return co_await open_call(found->attr.id, PFS_MSG_OPEN,
+                                         encode(pfs_x_open, pfs_open{found->attr.id, flags}), epoch, read_only);
+        });
     }
     auto attr = co_await resolve(path);
     if (!attr) co_return attr.error();
@@ -520,14 +549,14 @@ awaitable<Result<OpenFile>> FileSystem::open(std::string_view path, int flags, u
     Result<OpenReply> reply = Error{};
     uint64_t epoch = 0;
     if (flags & O_CREAT) {
-        auto parent = co_await resolve_parent(path);
-        if (!parent) co_return parent.error();
-        // An existing file is opened with the permissions this open asks of it.
-        const uint32_t create_flags = PFS_CREATE_OPEN | PFS_CREATE_ACCESS(flags) |
-                                      ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
-        pfs_create m{parent->dir, {}, mode & 07777, create_flags};
-        if (!set_field(m.name, parent->name)) co_return Error{-ENAMETOOLONG, "name too long"};
-        reply = co_await open_call(parent->dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch, false);
+        reply = co_await at_parent(path, [&](const Parent& parent) -> awaitable<Result<OpenReply>> {
+            // An existing file is opened with the permissions this open asks of it.
+            const uint32_t create_flags = PFS_CREATE_OPEN | PFS_CREATE_ACCESS(flags) |
+                                          ((flags & O_EXCL) ? uint32_t{PFS_CREATE_EXCL} : 0u);
+            pfs_create m{parent.dir, {}, mode & 07777, create_flags};
+            if (!set_field(m.name, parent.name)) co_return Error{-ENAMETOOLONG, "name too long"};
+            co_return co_await open_call(parent.dir, PFS_MSG_CREATE, encode(pfs_x_create, m), &epoch, false);
+        });
     } else {
         reply = co_await open_existing(path, static_cast<uint32_t>(flags), &epoch);
     }

@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -172,6 +174,7 @@ private:
     struct Parent {
         pfs_entry_id dir{};
         std::string name;
+        bool cached = false;  // the directory came from dir_cache_ (asked no one)
     };
 
     awaitable<Result<pfs_entry_id>> root();
@@ -191,7 +194,17 @@ private:
     // An INVALIDATE notice: cached names in or of the entries go (count 0,
     // INVALIDATE_ALL: all of them).
     void invalidate(const pfs_invalidate& notice);
-    awaitable<Result<Parent>> resolve_parent(std::string_view path);
+    // The directory that holds path's last component (its shard), and that
+    // name. fresh: its last component looked up (else from the cache when
+    // every component of its path is there, with no request at all).
+    awaitable<Result<Parent>> resolve_parent(std::string_view path, bool fresh = false);
+    // The directory at parts from the cache alone, when all of it is there.
+    std::optional<CachedDir> cached_dir(const pfs_entry_id& root, std::span<const std::string_view> parts) const;
+    // op(parent) for path's parent; a directory the cache gave that is gone
+    // on the server (-ESTALE: op did nothing) is looked up again, and op
+    // runs once more.
+    template <class Op, class R = typename std::invoke_result_t<Op&, const Parent&>::value_type>
+    awaitable<R> at_parent(std::string_view path, Op op);
     // An open's reply body, and the bulk data a read-only open may bring:
     // an inline file's content (PFS_FLAG_INLINE_CONTENT).
     struct OpenReply {
@@ -253,6 +266,18 @@ auto FileSystem::with_layout(OpenFile& file, Io io) -> decltype(io(file.layout))
     if (done || done.error().code != PFS_E_MOVED) co_return done;
     if (auto st = co_await refresh_layout(file); !st) co_return st.error();
     co_return co_await io(file.layout);
+}
+
+template <class Op, class R>
+awaitable<R> FileSystem::at_parent(std::string_view path, Op op) {
+    auto parent = co_await resolve_parent(path);
+    if (!parent) co_return parent.error();
+    R done = co_await op(*parent);
+    if (done || done.error().code != -ESTALE || !parent->cached) co_return done;
+    dir_cache_.clear();
+    parent = co_await resolve_parent(path, true);
+    if (!parent) co_return parent.error();
+    co_return co_await op(*parent);
 }
 
 }  // namespace pfs::client

@@ -4,6 +4,7 @@
 
 #include "rpc_client.hpp"
 #include "rpc_server.hpp"
+#include "stats_sample.hpp"
 
 using namespace pfs;
 using namespace std::chrono_literals;
@@ -15,31 +16,6 @@ const auth::Secret kSecret = auth::Secret::from_bytes(
 
 constexpr uint16_t kEcho = 900;
 constexpr uint16_t kFail = 901;
-
-struct Stats {
-    pfs_stats head{};
-    std::vector<pfs_msg_stats> types;
-    pfs_transport_stats transport{};
-
-    const pfs_msg_stats* type(uint16_t t) const {
-        for (const auto& m : types)
-            if (m.type == t) return &m;
-        return nullptr;
-    }
-};
-
-Result<Stats> decode_stats(const Bytes& body) {
-    Stats s;
-    auto st = decode_payload(body, [&](pfs_xdr* x) {
-        if (pfs_x_stats(x, &s.head)) return;
-        s.types.resize(s.head.count);
-        for (auto& t : s.types)
-            if (pfs_x_msg_stats(x, &t)) return;
-        pfs_x_transport_stats(x, &s.transport);
-    });
-    if (!st) return st.error();
-    return s;
-}
 
 // Encodes with the shared codec, decodes again, and refuses every strict prefix.
 template <class M>

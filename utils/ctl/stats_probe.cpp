@@ -17,16 +17,9 @@ namespace {
 awaitable<Result<StatsSample>> ask(std::shared_ptr<RpcClient> client, std::chrono::milliseconds timeout) {
     auto body = co_await call_ok(*client, PFS_MSG_GET_STATS, Bytes{}, timeout);
     if (!body) co_return body.error();
-    StatsSample s;
-    auto st = decode_payload(*body, [&](pfs_xdr* x) {
-        if (pfs_x_stats(x, &s.head)) return;
-        s.types.resize(s.head.count);
-        for (auto& t : s.types)
-            if (pfs_x_msg_stats(x, &t)) return;
-        pfs_x_transport_stats(x, &s.transport);
-    });
-    if (!st) co_return Error{PFS_E_PROTO, "malformed GET_STATS reply from " + client->peer().str()};
-    co_return s;
+    auto s = decode_stats(*body);
+    if (!s) co_return Error{PFS_E_PROTO, "malformed GET_STATS reply from " + client->peer().str()};
+    co_return std::move(*s);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "config.hpp"
 #include "result.hpp"
+#include "stats_sample.hpp"
 
 extern "C" {
 #include "pfs_proto.h"
@@ -22,11 +23,7 @@ struct ServerAddress {
 };
 
 // One server's counters at one moment.
-struct StatsSample {
-    pfs_stats head{};
-    std::vector<pfs_msg_stats> types;
-    pfs_transport_stats transport{};  // what the server moved over RDMA
-};
+using pfs::StatsSample;
 
 class StatsProbe {
 public:
