@@ -101,7 +101,11 @@ awaitable<Status> InlineFiles::move_out(const pfs_entry_id& file) {
     if (!limit || !layout) {
         st = Error{-ESTALE, "the file is gone"};
     } else if (*limit != 0) {
-        st = co_await copy_out(file, *layout);
+        // Recorded first: chunk files a crash leaves on the targets are
+        // deleted with the file, even if it never moves.
+        st = ns_->uninline(file, true);
+        if (st) st = co_await durable_();
+        if (st) st = co_await copy_out(file, *layout);
         if (st) st = ns_->uninline(file);
         if (st) st = co_await durable_();
         if (st) {

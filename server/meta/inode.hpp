@@ -108,6 +108,10 @@ struct FileBody {
     uint64_t blocks = PFS_BLOCKS_UNKNOWN;
     uint64_t blocks_epoch = 0;
     bool blocks_counting = false;
+    // An inline file whose move to its targets has begun (durably): chunk
+    // files may be there, left by a move cut short. One that never began
+    // has none, and its removal asks its targets for nothing.
+    bool moving_out = false;
 };
 
 // An inode whose entry lives with another metadata server: the directory

@@ -517,8 +517,8 @@ Status Namespace::set_pattern(const pfs_entry_id& dir, const StripePattern& patt
     return ok_status();
 }
 
-Status Namespace::uninline(const pfs_entry_id& file) {
-    auto done = apply(UninlineOp{.id = file});
+Status Namespace::uninline(const pfs_entry_id& file, bool begins) {
+    auto done = apply(UninlineOp{.id = file, .begins = begins});
     if (!done) return done.error();
     return ok_status();
 }
@@ -613,7 +613,10 @@ std::optional<FreedFile> Namespace::free_inode(uint64_t ino) {
     auto it = inodes_.find(ino);
     std::optional<FreedFile> freed;
     if (auto* file = std::get_if<FileBody>(&it->second.body)) {
-        reaping_.insert_or_assign(EntryKey::of(it->second.attr.id), file->layout);
+        // An inline file that never began to move has no chunks to delete.
+        const bool inline_only = file->inline_max != 0 && !file->moving_out;
+        if (inline_only) file->layout.targets.clear();
+        else reaping_.insert_or_assign(EntryKey::of(it->second.attr.id), file->layout);
         freed = FreedFile{it->second.attr.id, std::move(file->layout), it->second.attr.size, file->inline_max != 0};
     }
     if (const auto* dir = std::get_if<DirBody>(&it->second.body))

@@ -194,8 +194,9 @@ public:
     Status remove_xattr(const pfs_entry_id& id, std::string_view name, Timespec now);
     Status set_pattern(const pfs_entry_id& dir, const StripePattern& pattern, Timespec now);
     // An inline file's data was copied to its layout's targets and synced
-    // there: it is inline no more.
-    Status uninline(const pfs_entry_id& file);
+    // there: it is inline no more. begins: the copy is about to start (its
+    // removal then deletes what the targets may hold of it).
+    Status uninline(const pfs_entry_id& file, bool begins = false);
 
     // ---- directories across metadata servers ----
     // On the new directory's server: a directory for an entry in parent,

@@ -113,7 +113,13 @@ Result<Outcome> Namespace::run(const UninlineOp& op) {
     if (!node) return node.error();
     auto* file = std::get_if<FileBody>(&(*node)->body);
     if (!file) return fail(-EINVAL, "not a regular file");
-    file->inline_max = 0;
+    if (op.begins) {
+        if (file->inline_max == 0) return fail(-EINVAL, "the file is not inline");
+        file->moving_out = true;
+    } else {
+        file->inline_max = 0;
+        file->moving_out = false;
+    }
     return Outcome{.attr = attr_of(**node)};
 }
 

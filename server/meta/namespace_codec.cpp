@@ -14,7 +14,8 @@ namespace {
 
 // 2: patterns carry inline_max, CreateOp and TmpfileOp the file's.
 // 3: patterns carry dir_stripes; MkdirOp and DetachedMkdirOp their shards.
-constexpr uint8_t kOpVersion = 3;
+// 4: UninlineOp says whether the move only begins.
+constexpr uint8_t kOpVersion = 4;
 
 void xfer_pattern(pfs_xdr* x, StripePattern& p, uint8_t version) { xfer(x, p, version >= 2, version >= 3); }
 
@@ -199,7 +200,10 @@ void xfer_op(pfs_xdr* x, TmpfileOp& o, uint8_t version) {
     xfer(x, o.now);
 }
 
-void xfer_op(pfs_xdr* x, UninlineOp& o) { xfer(x, o.id); }
+void xfer_op(pfs_xdr* x, UninlineOp& o, uint8_t version) {
+    xfer(x, o.id);
+    if (version >= 4) xfer(x, o.begins);
+}
 
 // Ops whose fields changed between versions take the record's.
 template <class O>

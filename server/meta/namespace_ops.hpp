@@ -245,9 +245,11 @@ struct TmpfileOp {
 };
 
 // An inline file's data is on its storage targets now (copied and synced
-// there first): it is inline no more.
+// there first): it is inline no more. begins (op version 4 on): only that
+// the copy starts, so that the targets may hold chunks of it from now on.
 struct UninlineOp {
     pfs_entry_id id{};
+    bool begins = false;
 };
 
 // The encoding tags an op with its index here: append new kinds at the end.

@@ -37,7 +37,8 @@ constexpr uint32_t kSnapshotMagic = 0x534e4650;  // "PFNS"
 //    of their own.
 // 6: patterns carry inline_max, files theirs (FileBody::inline_max).
 // 7: patterns carry dir_stripes, directories their shards (DirShards).
-constexpr uint32_t kSnapshotVersion = 7;
+// 8: inline files say whether their move to the targets began.
+constexpr uint32_t kSnapshotVersion = 8;
 constexpr uint32_t kEntriesPerRecord = 4096;
 constexpr uint32_t kEntryMinSize = 8 + 4 + 16 + 1;
 constexpr uint32_t kXattrMinSize = 8;
@@ -126,6 +127,8 @@ void xfer_inode(pfs_xdr* x, Inode& n, DirHeader& dh, uint32_t version) {
     if (auto* file = std::get_if<FileBody>(&n.body)) {
         xfer(x, file->layout);
         if (version >= 6) xfer(x, file->inline_max);
+        if (version >= 8) xfer(x, file->moving_out);
+        else if (pfs_xdr_decoding(x)) file->moving_out = file->inline_max != 0;  // not known: maybe
     } else if (auto* dir = std::get_if<DirBody>(&n.body)) {
         xfer(x, dir->parent);
         xfer(x, dir->pattern, version >= 6, version >= 7);

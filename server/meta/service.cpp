@@ -203,7 +203,8 @@ awaitable<Reply> Service::moved_reply(const Request& req, std::vector<pfs_entry_
 void Service::delete_chunks(FreedFile freed) {
     // After the reply: a storage server that is down leaves orphan chunks
     // for fsck, never a failed unlink.
-    reaper_.remove(freed.layout, freed.id);
+    // An inline file that never began to move has no chunks anywhere else.
+    if (!freed.was_inline || !freed.layout.targets.empty()) reaper_.remove(freed.layout, freed.id);
     inline_.forget(freed);
 }
 

@@ -17,6 +17,7 @@
 #include "chunk_store.hpp"
 #include "filesystem.hpp"
 #include "fs_waits.hpp"
+#include "stats_sample.hpp"
 #include "test_cluster.hpp"
 
 using namespace pfs;
@@ -192,6 +193,63 @@ TEST_CASE("a small file stays with its metadata server until it outgrows inline-
         REQUIRE_OK(co_await s.fs.unlink("/in/c"));
         const bool deleted = co_await test::eventually(s.io, 10s, [&]() -> awaitable<bool> { co_return s.inline_chunks() == 0; });
         CHECK(deleted);
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
+TEST_CASE("removing inline files asks their storage targets for nothing; one that moved out has its chunks deleted",
+          "[system]") {
+    Setup s;
+    const Bytes small = pattern_bytes(3000, 7);
+    const Bytes big = pattern_bytes(kInlineMax * 4, 9);  // past inline-max, over both targets
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/in");
+        REQUIRE(ready);
+        auto big_file = co_await written(s.fs, "/in/big", big);
+        REQUIRE(big_file);
+        const auto targets = big_file->layout.targets;
+        REQUIRE(targets.size() == 2);
+        REQUIRE_OK(co_await s.fs.close(*big_file));
+        // CHUNK_UNLINK_MANY requests and bytes each target's server has had.
+        auto unlinks = [&](uint32_t target) -> awaitable<std::pair<uint64_t, uint64_t>> {
+            auto body = co_await s.cluster.call_target_ok(target, PFS_MSG_GET_STATS, Bytes{});
+            auto stats = body ? decode_stats(*body) : Result<StatsSample>(body.error());
+            if (!stats) co_return std::pair<uint64_t, uint64_t>{UINT64_MAX, UINT64_MAX};
+            const pfs_msg_stats* row = stats->type(PFS_MSG_CHUNK_UNLINK_MANY);
+            if (!row) co_return std::pair<uint64_t, uint64_t>{0, 0};
+            co_return std::pair<uint64_t, uint64_t>{row->requests, row->bytes_in};
+        };
+        std::vector<std::pair<uint64_t, uint64_t>> before;
+        for (uint32_t t : targets) before.push_back(co_await unlinks(t));
+
+        constexpr int kFiles = 30;
+        for (int i = 0; i < kFiles; ++i) {
+            auto f = co_await written(s.fs, "/in/s" + std::to_string(i), small);
+            REQUIRE(f);
+            CHECK(is_inline_layout(f->layout));
+            REQUIRE_OK(co_await s.fs.close(*f));
+        }
+        for (int i = 0; i < kFiles; ++i) REQUIRE_OK(co_await s.fs.unlink("/in/s" + std::to_string(i)));
+        REQUIRE_OK(co_await s.fs.unlink("/in/big"));
+        const bool gone = co_await test::eventually(s.io, 20s, [&]() -> awaitable<bool> {
+            co_return s.on_targets() == 0 && s.inline_chunks() == 0;
+        });
+        CHECK(gone);
+        // One request per target, naming the big file alone: the small ones
+        // were never sent (they would have gone before it, or with it).
+        pfs_chunk_unlink_many one{};
+        one.count = 1;
+        auto encoded = encode(pfs_x_chunk_unlink_many, one);
+        REQUIRE(encoded);
+        for (size_t i = 0; i < targets.size(); ++i) {
+            auto after = co_await unlinks(targets[i]);
+            INFO("target " << targets[i]);
+            CHECK(after.first == before[i].first + 1);
+            CHECK(after.second == before[i].second + PFS_HEADER_SIZE + encoded->size());
+        }
         s.close();
     });
     INFO(s.tc.logs());

@@ -624,3 +624,48 @@ TEST_CASE("a hundred thousand files in one directory", "[namespace]") {
     // Generous, for debug and sanitizer builds: quadratic behaviour would take minutes.
     CHECK(ms(start, done) < 30000);
 }
+
+TEST_CASE("an inline file whose move never began is freed with nothing for its targets to delete", "[namespace]") {
+    Fs fs;
+    const auto root = fs.root();
+    auto inline_file = [&](const std::string& name) {
+        auto made = fs.ns.create(root, name, 0644, 0, 0, at(50), first_targets(), true, true);
+        REQUIRE(made);
+        REQUIRE(*fs.ns.inline_max(made->attr.id) != 0);
+        return made->attr.id;
+    };
+    auto reaping = [&](const pfs_entry_id& id) { return fs.ns.reaping().count(EntryKey::of(id)) > 0; };
+
+    // Never moved: no chunk anywhere but the inline store.
+    const auto a = inline_file("a");
+    auto gone = fs.ns.unlink(root, "a", at(51));
+    REQUIRE(gone);
+    REQUIRE(gone->freed);
+    CHECK(gone->freed->was_inline);
+    CHECK(gone->freed->layout.targets.empty());
+    CHECK_FALSE(reaping(a));
+
+    // A move that began (and may have been cut short) or ended: the targets
+    // are asked.
+    const auto b = inline_file("b");
+    REQUIRE(fs.ns.uninline(b, true));
+    CHECK(*fs.ns.inline_max(b) != 0);  // still inline until the move ends
+    const auto c = inline_file("c");
+    REQUIRE(fs.ns.uninline(c, true));
+    REQUIRE(fs.ns.uninline(c));
+    CHECK(*fs.ns.inline_max(c) == 0);
+    CHECK(err(fs.ns.uninline(c, true)) == -EINVAL);  // inline no more
+    // A restart keeps what began (the snapshot says so).
+    auto snap = fs.ns.snapshot();
+    REQUIRE(snap);
+    auto back = Namespace::restore(*snap);
+    REQUIRE(back);
+    for (const char* name : {"b", "c"}) {
+        auto out = back->unlink(root, name, at(52));
+        REQUIRE(out);
+        REQUIRE(out->freed);
+        CHECK_FALSE(out->freed->layout.targets.empty());
+    }
+    CHECK(back->reaping().count(EntryKey::of(b)) == 1);
+    CHECK(back->reaping().count(EntryKey::of(c)) == 1);
+}

@@ -50,7 +50,7 @@ public:
         const pfs_entry_id node = pick_live(nodes_);
         std::string name = some_name();
         int rc = 0;
-        switch (below(28)) {
+        switch (below(29)) {
             case 0:
             case 1: {
                 auto r = ns.create(dir, name, 0644, 1000 + below(2), 100, now, chooser(), below(2), below(2));
@@ -196,6 +196,7 @@ public:
                 break;
             }
             case 27: rc = err(ns.uninline(node)); break;
+            case 28: rc = err(ns.uninline(node, true)); break;
             case 25: {
                 static const uint32_t types[] = {S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK, S_IFREG};
                 auto r = ns.mknod(dir, name, types[below(5)] | 0640, pfs_encode_dev(8, below(300)), 0, 0, now);
@@ -328,7 +329,7 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         ReapedOp{{id, p}},
         MknodOp{p, "dev", id, S_IFCHR | 0620, pfs_encode_dev(4000, 300000), 9, 10, at(26)},
         TmpfileOp{p, id, 0600, 11, 12, StripeLayout{1u << 20, 3, {4, 5}}, 8192, at(27)},
-        UninlineOp{id},
+        UninlineOp{id, true},
     };
     REQUIRE(ops.size() == std::variant_size_v<Op>);
     for (const auto& op : ops) {
@@ -343,7 +344,7 @@ TEST_CASE("every op survives its encoding, and damaged encodings are refused", "
         longer.push_back(0);
         CHECK(err(decode_op(longer)) == -EBADMSG);
         Bytes other_version = bytes;
-        other_version[0] = 4;
+        other_version[0] = 5;  // a version after this build's
         CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);
         other_version[0] = 0;
         CHECK(err(decode_op(other_version)) == -EPROTONOSUPPORT);
