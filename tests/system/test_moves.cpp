@@ -22,6 +22,34 @@ std::span<const uint8_t> bytes(const std::string& s) {
     return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
+// After a run: it passed, and fsck finds nothing wrong.
+void require_clean(TwoMeta& t, bool ok) {
+    INFO(t.tc.logs().substr(0, 20000));
+    REQUIRE(ok);
+    auto report = test::fsck_json(t.tc, 0);
+    INFO(report.dump());
+    CHECK(report["clean"] == true);
+}
+
+// A task that kills victim (SIGKILL) once `done` reaches `at`, and then
+// sets `killed` for the workers to stop.
+auto kill_at(TwoMeta& t, const char* victim, const int& done, int at, bool& killed) {
+    return [&t, victim, &done, at, &killed]() -> awaitable<Result<Unit>> {
+        while (done < at) co_await pause(t.io, 5ms);
+        t.tc.daemon(victim).kill(SIGKILL);
+        killed = true;
+        co_return Unit{};
+    };
+}
+
+// victim started again, both servers back and every move settled.
+awaitable<bool> restarted(TwoMeta& t, const char* victim) {
+    t.tc.daemon(victim).start();
+    const bool ready = co_await t.ready();
+    if (!ready) co_return false;
+    co_return co_await t.settled();
+}
+
 }  // namespace
 
 TEST_CASE("renames move files and directories between metadata servers", "[system][remote][move]") {
@@ -129,10 +157,7 @@ TEST_CASE("renames move files and directories between metadata servers", "[syste
         REQUIRE(co_await t.settled());
         t.cluster->close();
     });
-    INFO(t.tc.logs().substr(0, 20000));
-    REQUIRE(ok);
-    auto report = test::fsck_json(t.tc, 0);
-    CHECK(report["clean"] == true);
+    require_clean(t, ok);
 }
 
 TEST_CASE("a rename replaces an entry naming another server's inode, which its owner then removes",
@@ -219,11 +244,7 @@ TEST_CASE("a rename replaces an entry naming another server's inode, which its o
         REQUIRE(co_await t.settled());
         t.cluster->close();
     });
-    INFO(t.tc.logs().substr(0, 20000));
-    REQUIRE(ok);
-    auto report = test::fsck_json(t.tc, 0);
-    INFO(report.dump());
-    CHECK(report["clean"] == true);
+    require_clean(t, ok);
 }
 
 TEST_CASE("kill -9 of either metadata server amid moves between them leaves every file named once",
@@ -265,16 +286,9 @@ TEST_CASE("kill -9 of either metadata server amid moves between them leaves ever
                         co_return Unit{};
                     });
                 }
-                tasks.push_back([&]() -> awaitable<Result<Unit>> {
-                    while (moves < 200) co_await pause(t.io, 5ms);
-                    t.tc.daemon(victim).kill(SIGKILL);
-                    killed = true;
-                    co_return Unit{};
-                });
+                tasks.push_back(kill_at(t, victim, moves, 200, killed));
                 (void)co_await gather(std::move(tasks));
-                t.tc.daemon(victim).start();
-                REQUIRE(co_await t.ready());
-                REQUIRE(co_await t.settled());
+                REQUIRE(co_await restarted(t, victim));
 
                 auto in_a = co_await fs.readdir("/a");
                 auto in_b = co_await fs.readdir("/b");
@@ -294,10 +308,7 @@ TEST_CASE("kill -9 of either metadata server amid moves between them leaves ever
                 }
                 t.cluster->close();
             });
-            INFO(t.tc.logs().substr(0, 20000));
-            REQUIRE(ok);
-            auto report = test::fsck_json(t.tc, 0);
-            CHECK(report["clean"] == true);
+            require_clean(t, ok);
         }
     }
 }
@@ -343,16 +354,9 @@ TEST_CASE("kill -9 of either metadata server amid saves over the other's files k
                         co_return Unit{};
                     });
                 }
-                tasks.push_back([&]() -> awaitable<Result<Unit>> {
-                    while (saves < 120) co_await pause(t.io, 5ms);
-                    t.tc.daemon(victim).kill(SIGKILL);
-                    killed = true;
-                    co_return Unit{};
-                });
+                tasks.push_back(kill_at(t, victim, saves, 120, killed));
                 (void)co_await gather(std::move(tasks));
-                t.tc.daemon(victim).start();
-                REQUIRE(co_await t.ready());
-                REQUIRE(co_await t.settled());
+                REQUIRE(co_await restarted(t, victim));
 
                 WARN("acknowledged saves " << saves);
                 CHECK(saves >= 120);
@@ -364,11 +368,7 @@ TEST_CASE("kill -9 of either metadata server amid saves over the other's files k
                 }
                 t.cluster->close();
             });
-            INFO(t.tc.logs().substr(0, 20000));
-            REQUIRE(ok);
-            auto report = test::fsck_json(t.tc, 0);
-            INFO(report.dump());
-            CHECK(report["clean"] == true);
+            require_clean(t, ok);
         }
     }
 }

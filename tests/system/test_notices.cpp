@@ -21,24 +21,48 @@ using pfs::test::TestCluster;
 using pfs::test::wait_ready;
 using namespace std::chrono_literals;
 
-TEST_CASE("a directory another client renames leaves this client's name cache at once", "[system][notices]") {
-    TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_meta("m1", {"--threads", "3"});
-    tc.start_storage("s1", 1);
-    asio::io_context io;
+namespace {
+
+ClientConfig patient() {
     ClientConfig cfg;
     cfg.request_timeout = 5s;
-    Cluster ca(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    Cluster cb(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    FileSystem a(ca, FileSystemOptions{std::chrono::minutes(10)});
-    FileSystem b(cb);
+    return cfg;
+}
+
+// One metadata server (its options: meta_args) and one storage server; two
+// clients, the first caching directory names for 10 minutes.
+struct TwoClients {
+    explicit TwoClients(std::vector<std::string> meta_args = {}) : meta_args_(std::move(meta_args)) {}
+
+    std::vector<std::string> meta_args_;
+    TestCluster tc;
+    asio::io_context io;
+    Cluster ca{io.get_executor(), (start(tc, meta_args_), tc.mgmtd()), tc.secret(), patient()};
+    Cluster cb{io.get_executor(), tc.mgmtd(), tc.secret(), patient()};
+    FileSystem a{ca, FileSystemOptions{std::chrono::minutes(10)}};
+    FileSystem b{cb};
+
+    awaitable<bool> ready() {
+        const bool first = co_await wait_ready(io, ca, a, 1);
+        if (!first) co_return false;
+        co_return co_await wait_ready(io, cb, b, 1);
+    }
+
+    static void start(TestCluster& tc, const std::vector<std::string>& meta_args) {
+        tc.start_mgmtd();
+        tc.start_meta("m1", meta_args);
+        tc.start_storage("s1", 1);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a directory another client renames leaves this client's name cache at once", "[system][notices]") {
+    TwoClients t({"--threads", "3"});
+    auto& [meta_args, tc, io, ca, cb, a, b] = t;
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        bool ready = co_await wait_ready(io, ca, a, 1);
-        REQUIRE(ready);
-        ready = co_await wait_ready(io, cb, b, 1);
-        REQUIRE(ready);
+        REQUIRE(co_await t.ready());
         REQUIRE_OK(co_await a.mkdir("/data"));
         REQUIRE_OK(co_await a.mkdir("/data/train"));
         auto old_file = co_await a.open("/data/train/old", O_CREAT | O_WRONLY);
@@ -63,23 +87,11 @@ TEST_CASE("a directory another client renames leaves this client's name cache at
 
 TEST_CASE("names made in a directory this client has cached cost one request each, and follow its replacement",
           "[system][notices]") {
-    TestCluster tc;
-    tc.start_mgmtd();
-    tc.start_meta("m1");
-    tc.start_storage("s1", 1);
-    asio::io_context io;
-    ClientConfig cfg;
-    cfg.request_timeout = 5s;
-    Cluster ca(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    Cluster cb(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    FileSystem a(ca, FileSystemOptions{std::chrono::minutes(10)});
-    FileSystem b(cb);
+    TwoClients t;
+    auto& [meta_args, tc, io, ca, cb, a, b] = t;
 
     bool ok = test::run(io, [&]() -> awaitable<void> {
-        bool ready = co_await wait_ready(io, ca, a, 1);
-        REQUIRE(ready);
-        ready = co_await wait_ready(io, cb, b, 1);
-        REQUIRE(ready);
+        REQUIRE(co_await t.ready());
         auto meta_node = ca.root_meta();
         REQUIRE(meta_node);
         auto requests = [&](uint16_t type) -> awaitable<uint64_t> {
