@@ -353,6 +353,8 @@ private:
     // its owner holds for removal when victim_held (it checked a directory
     // is empty): only the types are checked here.
     static Status check_remote_victim(uint8_t type, bool src_is_dir, std::string_view name, bool victim_held);
+    // ENOTDIR or EISDIR when the source's kind is not the victim's.
+    static Status check_victim_kind(bool victim_is_dir, bool src_is_dir, std::string_view name);
     // Its entry now names the source: the owner removes the inode once this
     // is durable (RMDIR_DETACHED COMMIT), or settles it so.
     void drop_remote_victim(Inode& parent, const pfs_entry_id& id, uint8_t type);

@@ -342,9 +342,14 @@ Result<Outcome> Namespace::run(const RenameOp& op) {
     return out;
 }
 
+Status Namespace::check_victim_kind(bool victim_is_dir, bool src_is_dir, std::string_view name) {
+    if (src_is_dir && !victim_is_dir) return fail(-ENOTDIR, quoted(name) + " is no directory");
+    if (!src_is_dir && victim_is_dir) return fail(-EISDIR, quoted(name) + " is a directory");
+    return ok_status();
+}
+
 Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string_view name, bool victim_held) {
-    if (src_is_dir && !victim.is_dir()) return fail(-ENOTDIR, quoted(name) + " is no directory");
-    if (!src_is_dir && victim.is_dir()) return fail(-EISDIR, quoted(name) + " is a directory");
+    if (auto st = check_victim_kind(victim.is_dir(), src_is_dir, name); !st) return st;
     if (victim.is_dir() && !victim.dir().entries->empty()) return fail(-ENOTEMPTY, quoted(name) + " is not empty");
     // Whether its other shards are empty is theirs to say.
     if (victim.is_dir() && victim.dir().shards.striped() && !victim_held)
@@ -353,9 +358,7 @@ Status Namespace::check_victim(const Inode& victim, bool src_is_dir, std::string
 }
 
 Status Namespace::check_remote_victim(uint8_t type, bool src_is_dir, std::string_view name, bool victim_held) {
-    const bool is_dir = type == DT_DIR;
-    if (src_is_dir && !is_dir) return fail(-ENOTDIR, quoted(name) + " is no directory");
-    if (!src_is_dir && is_dir) return fail(-EISDIR, quoted(name) + " is a directory");
+    if (auto st = check_victim_kind(type == DT_DIR, src_is_dir, name); !st) return st;
     if (!victim_held) return fail(-EXDEV, quoted(name) + " is on another metadata server");
     return ok_status();
 }

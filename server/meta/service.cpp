@@ -523,8 +523,9 @@ awaitable<Reply> Service::on_rename(Request& req) {
     // shards of a striped directory) is held for removal first, removed
     // once it is replaced (as rmdir and unlink do).
     if (!(m->flags & (kRenameExchange | kRenameNoReplace)))
-        if (auto victim = held_victim(m->dst_dir, m->dst_name); victim && replaceable(*victim, m->src_dir, m->src_name))
-            co_return co_await rename_over_held(req, *m, *victim);
+        if (auto victim = held_victim(m->dst_dir, m->dst_name))
+            if (auto src = ns_->resolve(m->src_dir, m->src_name); src && victim->replaceable_by(src->id, src->type))
+                co_return co_await rename_over_held(req, *m, *victim);
     auto out = co_await rename_here(*m, 0);
     if (!out) co_return Reply::from(out.error());
     std::vector<pfs_entry_id> ids{m->src_dir, m->dst_dir, out->attr.id};

@@ -36,6 +36,10 @@ struct HeldVictim {
     pfs_entry_id id{};                 // what the entry names
     uint8_t type = 0;                  // DT_*
     std::vector<pfs_entry_id> held{};  // the other servers' part: the inode, or the other shards
+
+    // Whether a rename of src (of DT_* src_type) may replace it, as far as
+    // its kind says: the namespace answers the rest without asking anyone.
+    bool replaceable_by(const pfs_entry_id& src, uint8_t src_type) const;
 };
 
 class Service {
@@ -177,9 +181,6 @@ private:
                                  const HeldVictim& victim);
     // RENAME (within this server) over victim.
     awaitable<Reply> rename_over_held(const Request& req, const pfs_rename& m, const HeldVictim& victim);
-    // Whether a rename of src_dir/src_name may replace victim, as far as
-    // this server knows (its kind; not the same inode).
-    bool replaceable(const HeldVictim& victim, const pfs_entry_id& src_dir, std::string_view src_name) const;
     // A change of a striped directory's permissions (mode, owner, ACLs) or
     // pattern, made on its other shards first (as this server, the body
     // naming each shard).

@@ -219,7 +219,7 @@ awaitable<Reply> Service::on_remote_link(Request& req) {
     // What it replaces of other servers (another server's inode, the other
     // shards of a striped directory) is held for removal first.
     if (auto victim = noreplace ? std::nullopt : held_victim(m->dir, m->name);
-        victim && !same_id(victim->id, m->id) && (victim->type == DT_DIR) == (m->type == DT_DIR))
+        victim && victim->replaceable_by(m->id, m->type))
         co_return co_await with_victim_held(*victim, [&](bool& applied) { return link(&victim->id, applied); });
     bool applied = false;
     co_return co_await link(nullptr, applied);

@@ -103,11 +103,8 @@ awaitable<Reply> Service::rename_over_held(const Request& req, const pfs_rename&
     });
 }
 
-bool Service::replaceable(const HeldVictim& victim, const pfs_entry_id& src_dir, std::string_view src_name) const {
-    // Only what the rename itself would do: a source of the victim's kind
-    // (the namespace answers the type errors without asking anyone).
-    auto src = ns_->resolve(src_dir, src_name);
-    return src && !same_id(src->id, victim.id) && (src->type == DT_DIR) == (victim.type == DT_DIR);
+bool HeldVictim::replaceable_by(const pfs_entry_id& src, uint8_t src_type) const {
+    return !same_id(src, id) && (src_type == DT_DIR) == (type == DT_DIR);
 }
 
 }  // namespace pfs::meta
