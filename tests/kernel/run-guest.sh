@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
     --layer) layer=$(realpath -e "$2") || die "no such layer: $2"; shift 2 ;;
     --systemd) init=systemd; shift ;;
     -q|--quiet) quiet=1; shift ;;
-    -h|--help) sed -n '2,32s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     --) shift; break ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) break ;;
@@ -140,11 +140,9 @@ mkdir -p "$share/out"
   echo
 } > "$share/job.sh"
 
-# The CPU: TCG emulates AVX and AVX2 with helpers far slower than the SSE
-# code glibc and the kernel pick without them. Nehalem (SSE4.2, which the
-# initramfs's crc32c-intel needs) ran pfs-fsx's fixed seed in 26 s where
-# -cpu max took 38 s and Haswell 35 s, the data path test in 89 s instead
-# of 117 (2026-12-02, QEMU 7.2 on the 2-core VM). PFS_GUEST_CPU overrides.
+# The CPU: Nehalem, not max, because TCG runs AVX and AVX2 code through
+# slow helpers (figures in tests/kernel/README.md); it keeps the SSE4.2
+# that the initramfs's crc32c-intel needs.
 # shellcheck disable=SC2054  # commas belong to QEMU's option syntax
 qemu=(qemu-system-x86_64
   -accel tcg,thread=multi -cpu "$cpu" -smp "$smp" -m "$mem"
