@@ -52,6 +52,12 @@ public:
     // frame brought it (see fetch_bulk). A reply's bulk data goes where
     // the ticket of its request said; frame.data_len counts it.
     virtual awaitable<Result<Frame>> read_payload(const pfs_header& header) = 0;
+    // Whether the rest of that frame (its MAC included) has been received
+    // already: read_payload then never waits for the peer.
+    virtual bool payload_received(const pfs_header& header) const {
+        (void)header;
+        return false;
+    }
     awaitable<Result<Frame>> read_frame(uint32_t max_payload = PFS_MAX_PAYLOAD);
 
     // Server side: the bytes of a request's bulk data that did not come

@@ -285,18 +285,22 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
     auto header = co_await conn.read_header(config_.max_payload);
     if (!header) co_return header.error();
     const auto until = std::chrono::steady_clock::now() + config_.frame_timeout;
-    const std::string timed_out = "frame payload not received within " + std::to_string(config_.frame_timeout.count()) +
-                                  " ms";
+    auto timed_out = [this](const char* what) {
+        return Error{-ETIMEDOUT, "frame payload not received within " + std::to_string(config_.frame_timeout.count()) +
+                                     " ms" + what};
+    };
     // The wait for memory counts: a peer that claims a payload and never
     // sends it holds the budget no longer than frame_timeout.
     auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
-    if (!granted) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory)"};
+    if (!granted) co_return timed_out(" (waited for memory)");
     held.payload = std::move(*granted);
-    Channel::Deadline deadline(conn.shared_from_this(),
-                               std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   until - std::chrono::steady_clock::now()));
+    // Most requests arrive whole with their header: no timer for them.
+    std::optional<Channel::Deadline> deadline;
+    if (!conn.payload_received(*header))
+        deadline.emplace(conn.shared_from_this(),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()));
     auto frame = co_await conn.read_payload(*header);
-    if (!frame && deadline.expired()) co_return Error{-ETIMEDOUT, timed_out};
+    if (!frame && deadline && deadline->expired()) co_return timed_out("");
     if (!frame) co_return frame.error();
     if (frame->bulk.has_value() != !!(frame->header.flags & PFS_FLAG_BULK))
         co_return Error{PFS_E_PROTO, "bulk block and flag disagree"};
@@ -304,10 +308,13 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
     // under the same deadline.
     if (size_t more = conn.bulk_to_fetch(*frame)) {
         auto bulk = co_await ByteBudget::acquire(budget_, more, until);
-        if (!bulk) co_return Error{-ETIMEDOUT, timed_out + " (waited for memory for its bulk data)"};
+        if (!bulk) co_return timed_out(" (waited for memory for its bulk data)");
         held.bulk = std::move(*bulk);
+        if (!deadline)
+            deadline.emplace(conn.shared_from_this(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          until - std::chrono::steady_clock::now()));
         auto fetched = co_await conn.fetch_bulk(*frame);
-        if (!fetched && deadline.expired()) co_return Error{-ETIMEDOUT, timed_out + " (its bulk data)"};
+        if (!fetched && deadline->expired()) co_return timed_out(" (its bulk data)");
         if (!fetched) co_return fetched.error();
     }
     auto taken = take_groups(*frame);

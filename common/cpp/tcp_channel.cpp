@@ -107,14 +107,42 @@ awaitable<Status> TcpChannel::read_exact(std::span<uint8_t> into) {
     if (buffered) std::memcpy(into.data(), buffer_ + read_pos_, buffered);
     read_pos_ += buffered;
     if (read_pos_ == read_end_) read_pos_ = read_end_ = 0;
-    if (buffered < into.size()) {
-        // The rest of a large payload goes straight to its place.
+    // The rest of a large payload goes straight to its place.
+    auto rest = into.subspan(buffered);
+    Status st = ok_status();
+    while (!rest.empty()) {
         boost::system::error_code ec;
-        co_await asio::async_read(socket_, asio::buffer(into.data() + buffered, into.size() - buffered),
-                                  asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) co_return Error{-ECONNRESET, "truncated frame: " + ec.message()};
+        const size_t n = socket_.read_some(asio::buffer(rest.data(), rest.size()), ec);
+        if (!ec) {
+            rest = rest.subspan(n);
+            continue;
+        }
+        if (ec != asio::error::would_block && ec != asio::error::try_again) {
+            st = Error{-ECONNRESET, "truncated frame: " + ec.message()};
+            break;
+        }
+        // Woken once the socket holds the rest (or as much of it as its
+        // buffer can), not for every segment: a megabyte arrived in ~18
+        // wake-ups of the loop otherwise.
+        set_low_water(rest.size());
+        co_await socket_.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            st = Error{-ECONNRESET, "truncated frame: " + ec.message()};
+            break;
+        }
     }
-    co_return ok_status();
+    set_low_water(1);
+    co_return st;
+}
+
+void TcpChannel::set_low_water(size_t bytes) {
+    // The kernel caps it at half the largest receive buffer and wakes
+    // early under memory pressure: never more than the frame still needs.
+    const int want = static_cast<int>(std::min<size_t>(bytes, kMaxLowWater));
+    if (want == low_water_) return;
+    boost::system::error_code ec;
+    socket_.set_option(asio::socket_base::receive_low_watermark(want), ec);
+    low_water_ = ec ? 0 : want;  // unknown after a failure: set again next time
 }
 
 awaitable<Status> TcpChannel::check_tag(std::span<const uint8_t> a, std::span<const uint8_t> b,
@@ -130,20 +158,29 @@ awaitable<Status> TcpChannel::check_tag(std::span<const uint8_t> a, std::span<co
     co_return ok_status();
 }
 
+bool TcpChannel::payload_received(const pfs_header& header) const {
+    const size_t tail = mac_ ? PFS_FRAME_MAC_LEN : 0;
+    return read_end_ - read_pos_ >= size_t{header.payload_len} + tail;
+}
+
 awaitable<Result<Frame>> TcpChannel::read_payload(const pfs_header& header) {
     Frame frame;
     frame.header = header;
     const bool bulk = header.flags & PFS_FLAG_BULK;
     if (bulk && (header.flags & PFS_FLAG_REPLY)) co_return co_await read_bulk_reply(std::move(frame));
-    auto whole = std::make_shared<Bytes>(header.payload_len);
-    if (auto st = co_await read_exact(*whole); !st) co_return st.error();
-    const std::span<const uint8_t> all(*whole);
     if (!bulk) {
-        if (auto st = co_await check_tag(all); !st)
+        Bytes whole(header.payload_len);
+        if (auto st = co_await read_exact(whole); !st) co_return st.error();
+        if (auto st = co_await check_tag(whole); !st)
             co_return Error{st.error().code, st.error().message + " (" + pfs_msg_name(header.type) + ")"};
-        frame.payload = std::move(*whole);
+        frame.payload = std::move(whole);
         co_return frame;
     }
+    // Not zeroed first: the socket fills all of it (a write's megabyte of
+    // data costs a pass less).
+    auto whole = std::make_shared_for_overwrite<uint8_t[]>(header.payload_len);
+    const std::span<uint8_t> all(whole.get(), header.payload_len);
+    if (auto st = co_await read_exact(all); !st) co_return st.error();
     // A request with its data inline: the block, the body, then the data
     // (which the MAC leaves out unless it covers data).
     auto block = peek_bulk(all);

@@ -42,6 +42,7 @@ public:
 
     awaitable<Result<pfs_header>> read_header(uint32_t max_payload = PFS_MAX_PAYLOAD) override;
     awaitable<Result<Frame>> read_payload(const pfs_header& header) override;
+    bool payload_received(const pfs_header& header) const override;
 
     // A write error closes the channel, and so does a peer that lets more
     // than kMaxQueuedBytes pile up unread.
@@ -73,6 +74,8 @@ private:
     void use_buffer(bool large);
     // Exactly into.size() bytes, buffered ones first.
     awaitable<Status> read_exact(std::span<uint8_t> into);
+    // SO_RCVLOWAT: the socket reads ready only once it holds this many bytes.
+    void set_low_water(size_t bytes);
     // The frame's MAC, over its payload's pieces in order.
     awaitable<Status> check_tag(std::span<const uint8_t> a, std::span<const uint8_t> b = {},
                                 std::span<const uint8_t> c = {});
@@ -112,6 +115,8 @@ private:
     size_t read_pos_ = 0;
     size_t read_end_ = 0;
     bool busy_ = false;  // the last read filled the buffer
+    static constexpr size_t kMaxLowWater = 1u << 20;
+    int low_water_ = 1;  // the socket's SO_RCVLOWAT (the kernel's default); 0: unknown
     // Where the bulk data of the replies to requests in flight goes, by
     // request id; an entry lives as long as its request's ticket. A ticket
     // dropped while its reply's data is being received (a timeout) closes
