@@ -157,8 +157,6 @@ void Uring::attach(const asio::any_io_executor& ex) {
     if (executor_) return;
     executor_ = ex;
     event_stream_.emplace(ex, eventfd_.get());
-    boost::system::error_code ec;
-    event_stream_->non_blocking(true, ec);  // reap_loop's read must never wait
 }
 
 // Runs while operations are in the kernel and ends when none are, so the
@@ -173,13 +171,10 @@ awaitable<void> Uring::reap_loop(std::shared_ptr<bool> alive) {
     uint64_t count = 0;
     while (true) {
         boost::system::error_code ec;
-        // A wait, then one read: a read first would mostly find nothing yet
-        // and cost a system call per completion more.
-        co_await event_stream_->async_wait(asio::posix::descriptor_base::wait_read,
-                                           asio::redirect_error(asio::use_awaitable, ec));
+        co_await event_stream_->async_read_some(asio::buffer(&count, sizeof count),
+                                                asio::redirect_error(asio::use_awaitable, ec));
         if (!*alive || ec == asio::error::operation_aborted) co_return;  // the ring is gone
-        if (!ec) event_stream_->read_some(asio::buffer(&count, sizeof count), ec);
-        if (ec && ec != asio::error::would_block && ec != asio::error::try_again) {
+        if (ec) {
             // Cannot happen with an eventfd; say so loudly rather than hang quietly.
             log::error("io_uring completion signal failed; disk I/O stops", {{"error", ec.message()}});
             co_return;
