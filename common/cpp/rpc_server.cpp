@@ -294,11 +294,15 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
     auto granted = co_await ByteBudget::acquire(budget_, header->payload_len, until);
     if (!granted) co_return timed_out(" (waited for memory)");
     held.payload = std::move(*granted);
-    // Most requests arrive whole with their header: no timer for them.
+    // Armed only for a wait on the peer: most requests arrive whole with
+    // their header.
     std::optional<Channel::Deadline> deadline;
-    if (!conn.payload_received(*header))
-        deadline.emplace(conn.shared_from_this(),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()));
+    auto arm = [&] {
+        if (!deadline)
+            deadline.emplace(conn.shared_from_this(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                          until - std::chrono::steady_clock::now()));
+    };
+    if (!conn.payload_received(*header)) arm();
     auto frame = co_await conn.read_payload(*header);
     if (!frame && deadline && deadline->expired()) co_return timed_out("");
     if (!frame) co_return frame.error();
@@ -310,9 +314,7 @@ awaitable<Result<Frame>> RpcServer::read_request(Channel& conn, Held& held, std:
         auto bulk = co_await ByteBudget::acquire(budget_, more, until);
         if (!bulk) co_return timed_out(" (waited for memory for its bulk data)");
         held.bulk = std::move(*bulk);
-        if (!deadline)
-            deadline.emplace(conn.shared_from_this(), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                          until - std::chrono::steady_clock::now()));
+        arm();
         auto fetched = co_await conn.fetch_bulk(*frame);
         if (!fetched && deadline->expired()) co_return timed_out(" (its bulk data)");
         if (!fetched) co_return fetched.error();

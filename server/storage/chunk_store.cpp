@@ -339,9 +339,9 @@ awaitable<Result<size_t>> ChunkStore::write(const pfs_entry_id& id, uint64_t off
     if (!file) co_return in_context(id, file.error());
     if (data.empty()) co_return size_t{0};
     const int fd = (*file)->fd.get();
-    Result<size_t> done = Error{};
     // Through the page cache the kernel copies from the request's own
     // buffer: a registered one would only add a copy into it.
+    Result<size_t> done = Error{};
     if (options_.direct_io) done = co_await write_direct(**file, offset, data);
     else done = co_await ring().write(fd, data, offset);
     if (!done) co_return in_context(id, done.error());
