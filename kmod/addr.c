@@ -62,10 +62,45 @@ static int pfs_read_folio(struct file *file, struct folio *folio)
 }
 
 /*
+ * A window being read: its folios, in file order, and how many of them
+ * (a prefix) are already marked uptodate and unlocked.
+ */
+struct pfs_window {
+	struct pfs_stripe_progress progress;
+	loff_t pos;
+	struct folio **folios;
+	unsigned int nr;
+	unsigned int released;
+};
+
+/*
+ * The window's first done bytes have arrived: their folios go to the
+ * reader now, so it consumes them (and, reaching the readahead mark, asks
+ * for the next window) while the rest is on its way. The last folio stays
+ * locked until the end: it keeps the inode from eviction.
+ */
+static void pfs_window_moved(struct pfs_stripe_progress *p, size_t done)
+{
+	struct pfs_window *w = container_of(p, struct pfs_window, progress);
+	loff_t end = w->pos + done;
+
+	while (w->released + 1 < w->nr) {
+		struct folio *folio = w->folios[w->released];
+
+		if (folio_pos(folio) + folio_size(folio) > end)
+			break;
+		folio_mark_uptodate(folio);
+		folio_unlock(folio);
+		w->released++;
+	}
+}
+
+/*
  * One striped read for the window [pos, pos + len) of mapping, its pieces
  * on all targets in flight together, straight into the window's locked
- * folios; then each folio that got its data is marked uptodate, and all
- * are unlocked (those left without data are read again by read_folio).
+ * folios; each folio that got its data is marked uptodate and unlocked as
+ * soon as the pieces before its end are in, the others at the end (those
+ * left without data are read again by read_folio).
  */
 static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
 			    struct folio **folios, unsigned int nr)
@@ -74,6 +109,10 @@ static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
 	loff_t size = i_size_read(inode);
 	size_t want = pos < size ? min_t(u64, len, size - pos) : 0;
 	loff_t good_end = pos + len;	/* folios before it are complete */
+	struct pfs_window w = {
+		.progress.moved = pfs_window_moved,
+		.pos = pos, .folios = folios, .nr = nr,
+	};
 	struct iov_iter it;
 	unsigned int i;
 
@@ -81,8 +120,8 @@ static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
 		ssize_t n;
 
 		iov_iter_xarray(&it, ITER_DEST, &mapping->i_pages, pos, want);
-		n = pfs_stripe_batch(inode, PFS_MSG_CHUNK_READ, pos, &it, want,
-				     NULL);
+		n = pfs_stripe_read_progress(inode, pos, &it, want,
+					     &w.progress);
 		if (n < (ssize_t)want)
 			good_end = pos + max_t(ssize_t, n, 0);
 	}
@@ -92,7 +131,7 @@ static void pfs_read_window(struct inode *inode, loff_t pos, size_t len,
 		iov_iter_zero(len - want, &it);
 	}
 	/* After the last unlock the inode may go: touch nothing after it. */
-	for (i = 0; i < nr; i++) {
+	for (i = w.released; i < nr; i++) {
 		if (folio_pos(folios[i]) + folio_size(folios[i]) <= good_end)
 			folio_mark_uptodate(folios[i]);
 		folio_unlock(folios[i]);

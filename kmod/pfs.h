@@ -628,6 +628,17 @@ int pfs_write_and_wait(struct address_space *mapping, loff_t start,
 ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 			 struct iov_iter *iter, size_t count,
 			 const struct pfs_gpu_io *gpu);
+/*
+ * A striped read that reports its progress: moved(p, done) each time the
+ * first done bytes (a prefix, less than the whole) have arrived while later
+ * pieces are still on their way.
+ */
+struct pfs_stripe_progress {
+	void (*moved)(struct pfs_stripe_progress *p, size_t done);
+};
+ssize_t pfs_stripe_read_progress(struct inode *inode, loff_t pos,
+				 struct iov_iter *iter, size_t count,
+				 struct pfs_stripe_progress *progress);
 /* The same for writeback: 0 once all count bytes are stored, or -errno. */
 int pfs_stripe_write_all(struct inode *inode, loff_t pos,
 			 struct iov_iter *iter, size_t count);

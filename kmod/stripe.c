@@ -315,7 +315,8 @@ static struct pfs_chunk_req *pfs_reqs_alloc(unsigned int n)
  */
 static size_t pfs_stripe_run(struct inode *inode, u16 type, loff_t pos,
 			     struct iov_iter *iter, size_t count,
-			     const struct pfs_gpu_io *gpu, int *errp)
+			     const struct pfs_gpu_io *gpu,
+			     struct pfs_stripe_progress *progress, int *errp)
 {
 	const struct pfs_layout *lo = pfs_layout_of(inode);
 	struct pfs_chunk_req *reqs;
@@ -362,8 +363,11 @@ static size_t pfs_stripe_run(struct inode *inode, u16 type, loff_t pos,
 
 			if (rc && !err)
 				err = rc;
-			if (!err)
-				done += reqs[i].len;
+			if (err)
+				continue;
+			done += reqs[i].len;
+			if (progress && done < count)
+				progress->moved(progress, done);
 		}
 		if (!err)
 			err = start_err;
@@ -389,7 +393,19 @@ ssize_t pfs_stripe_batch(struct inode *inode, u16 type, loff_t pos,
 			 const struct pfs_gpu_io *gpu)
 {
 	int err;
-	size_t done = pfs_stripe_run(inode, type, pos, iter, count, gpu, &err);
+	size_t done = pfs_stripe_run(inode, type, pos, iter, count, gpu, NULL,
+				     &err);
+
+	return done ? done : err;
+}
+
+ssize_t pfs_stripe_read_progress(struct inode *inode, loff_t pos,
+				 struct iov_iter *iter, size_t count,
+				 struct pfs_stripe_progress *progress)
+{
+	int err;
+	size_t done = pfs_stripe_run(inode, PFS_MSG_CHUNK_READ, pos, iter,
+				     count, NULL, progress, &err);
 
 	return done ? done : err;
 }
@@ -403,7 +419,7 @@ int pfs_stripe_write_all(struct inode *inode, loff_t pos,
 {
 	int err;
 	size_t done = pfs_stripe_run(inode, PFS_MSG_CHUNK_WRITE, pos, iter,
-				     count, NULL, &err);
+				     count, NULL, NULL, &err);
 
 	if (done == count)
 		return 0;

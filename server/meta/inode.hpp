@@ -48,7 +48,7 @@ inline bool valid_time(const Timespec& t) { return t.nsec < 1000000000u; }
 
 // What a directory hands down to the files and subdirectories created in it.
 struct StripePattern {
-    uint32_t chunk_size = 512u << 10;
+    uint32_t chunk_size = 1u << 20;
     uint32_t num_targets = 4;
     uint32_t pool_id = PFS_DEFAULT_POOL_ID;
     // Files made here keep up to this many bytes with the metadata server

@@ -1,5 +1,7 @@
 #include "chunk_store.hpp"
 
+#include "log.hpp"
+
 #include "worker_loops.hpp"
 #include "write_verifier.hpp"
 
@@ -154,14 +156,20 @@ Result<std::unique_ptr<ChunkStore>> ChunkStore::open(std::vector<Uring*> rings,
         UniqueFd fd(::openat(dir.get(), probe, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600));
         const int err = fd.valid() ? 0 : errno;
         ::unlinkat(dir.get(), probe, 0);
-        if (err == EINVAL)
+        if (err == EINVAL && options.direct_io_optional) {
+            log::info("storage target " + target_dir.string() +
+                      ": its file system has no O_DIRECT, chunk files use the page cache");
+            options.direct_io = false;
+        } else if (err == EINVAL) {
             return Error{-EINVAL, "storage target " + target_dir.string() +
                                       " does not support O_DIRECT (direct-io is on): tmpfs before Linux 6.6 and "
-                                      "some other file systems do not; use ext4 or xfs, or turn direct-io off"};
-        if (err != 0)
+                                      "some other file systems do not; use ext4 or xfs, or set direct-io to auto or false"};
+        } else if (err != 0) {
             return Error{-err, "cannot create a file in storage target " + target_dir.string() + ": " +
                                    errno_text(-err)};
+        }
     }
+    if (options.direct_io) log::info("storage target " + target_dir.string() + ": chunk files use O_DIRECT");
     auto verifier = WriteVerifier::take(dir.get(), target_dir.string());
     if (!verifier) return verifier.error();
     return std::unique_ptr<ChunkStore>(
@@ -227,6 +235,11 @@ awaitable<Result<OpenFileCache::File>> ChunkStore::file(const pfs_entry_id& id, 
         if (!made && made.error().code != -EEXIST) co_return made.error();
         fd = co_await ring().openat(dir_.get(), path, flags, 0600);
     }
+    // direct-io = auto: a chunk file where O_DIRECT is refused (another
+    // file system, a device) is used through the page cache; the aligned
+    // I/O of the direct path works on it as it is.
+    if (!fd && options_.direct_io && options_.direct_io_optional && fd.error().code == -EINVAL)
+        fd = co_await ring().openat(dir_.get(), path, flags & ~O_DIRECT, 0600);
     if (!fd && options_.direct_io && fd.error().code == -EINVAL)
         co_return Error{-EINVAL, "cannot open with O_DIRECT (direct-io is on): " + fd.error().message};
     if (!fd) co_return fd.error();
@@ -286,6 +299,10 @@ awaitable<Result<size_t>> ChunkStore::write_direct(ChunkFile& file, uint64_t off
         if (!fd) co_return fd.error();
         co_return co_await ring().write(*fd, data, offset);
     }
+    // Page-aligned memory (a bulk payload whose data is whole pages:
+    // tcp_channel.cpp) goes to the disk as it is.
+    if (reinterpret_cast<uintptr_t>(data.data()) % kDirectAlign == 0)
+        co_return co_await ring().write(file.fd.get(), data, offset);
     auto buf = aligned_buffer(data.size());
     if (!buf) co_return buf.error();
     std::memcpy(buf->data, data.data(), data.size());
@@ -368,11 +385,13 @@ awaitable<Result<SharedBytes>> ChunkStore::read(const pfs_entry_id& id, uint64_t
         const std::span<const uint8_t> bytes(held->data(), *done);
         co_return SharedBytes(std::move(held), bytes);
     }
-    Bytes out(length);
-    auto done = co_await ring().read(fd, out, offset);
+    // No registered buffer free (or the request is larger than one): a heap
+    // buffer, not zeroed first, as the read fills what the reply sends.
+    auto out = std::make_shared_for_overwrite<uint8_t[]>(length);
+    auto done = co_await ring().read(fd, std::span<uint8_t>(out.get(), length), offset);
     if (!done) co_return in_context(id, done.error());
-    out.resize(*done);
-    co_return SharedBytes(std::move(out));
+    const std::span<const uint8_t> bytes(out.get(), *done);
+    co_return SharedBytes(std::move(out), bytes);
 }
 
 awaitable<Status> ChunkStore::truncate(const pfs_entry_id& id, uint64_t size) {

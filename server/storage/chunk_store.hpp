@@ -77,9 +77,11 @@ struct ChunkStoreOptions {
     size_t max_open_files = 1024;
     // I/O that fits goes through the ring's registered buffers (when it has any).
     bool fixed_buffers = true;
-    // O_DIRECT chunk files (see above). The target's file system must
-    // support it: open() fails with EINVAL and says so otherwise.
+    // O_DIRECT chunk files (see above). If the target's file system does
+    // not support it, open() fails with EINVAL and says so, or, with
+    // direct_io_optional, the store uses the page cache instead.
     bool direct_io = false;
+    bool direct_io_optional = false;
 };
 
 // One chunk file as CHUNK_LIST reports it.
@@ -107,6 +109,9 @@ public:
 
     // What writes are acknowledged under (write_verifier.hpp).
     uint64_t verifier() const { return verifier_; }
+    // Whether chunk files are opened with O_DIRECT (direct_io, and the
+    // target's file system supports it).
+    bool direct_io() const { return options_.direct_io; }
     // A clean stop: everything of the target to disk (syncfs), then the
     // verifier left for the next start. Blocking system calls.
     Status stop_cleanly();

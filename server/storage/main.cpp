@@ -5,14 +5,27 @@
 #include "server_main.hpp"
 #include "storage_service.hpp"
 
+#include <optional>
+#include <string_view>
+
 namespace {
+
+// A yes-or-no option's value, in the words Boost.Program_options takes for one.
+std::optional<bool> switch_value(std::string_view v) {
+    for (std::string_view yes : {"true", "yes", "on", "1"})
+        if (v == yes) return true;
+    for (std::string_view no : {"false", "no", "off", "0"})
+        if (v == no) return false;
+    return std::nullopt;
+}
 
 void add_storage_options(pfs::Options& options) {
     namespace po = pfs::po;
     const pfs::StorageServiceOptions defaults;
     options.add()
-        ("direct-io", po::value<bool>()->default_value(false)->implicit_value(true),
-         "open chunk files with O_DIRECT: I/O bypasses the page cache (the targets' file system must support it)")
+        ("direct-io", po::value<std::string>()->default_value("auto")->implicit_value("true"),
+         "chunk files with O_DIRECT, past the page cache: auto (where the target's file system supports it), "
+         "true (it must) or false")
         ("io-ring-entries", po::value<unsigned>()->default_value(defaults.ring.entries),
          "io_uring submission queue size: disk operations in flight at once")
         ("io-buffers", po::value<unsigned>()->default_value(static_cast<unsigned>(defaults.fixed_buffers)),
@@ -21,9 +34,16 @@ void add_storage_options(pfs::Options& options) {
          "size of each registered buffer in KiB; larger requests use plain buffers");
 }
 
-pfs::StorageServiceOptions storage_options(const pfs::Options& options) {
+pfs::Result<pfs::StorageServiceOptions> storage_options(const pfs::Options& options) {
     pfs::StorageServiceOptions out;
-    out.chunks.direct_io = options.get<bool>("direct-io");
+    const auto direct = options.get<std::string>("direct-io");
+    if (direct == "auto") {
+        out.chunks.direct_io = out.chunks.direct_io_optional = true;
+    } else if (auto on = switch_value(direct)) {
+        out.chunks.direct_io = *on;
+    } else {
+        return pfs::Error{-EINVAL, "--direct-io: auto, true or false, not '" + direct + "'"};
+    }
     out.ring.entries = options.get<unsigned>("io-ring-entries");
     out.fixed_buffers = options.get<unsigned>("io-buffers");
     out.fixed_buffer_size = size_t{options.get<unsigned>("io-buffer-kib")} << 10;
@@ -40,7 +60,9 @@ int main(int argc, char** argv) {
                                  pfs::ServerDaemon::Loops::every_core, add_storage_options};
     auto install = [](pfs::RpcServer& server, pfs::NodeAgent& agent,
                       pfs::DaemonContext& ctx) -> pfs::Result<pfs::DaemonParts> {
-        auto options = storage_options(ctx.options);
+        auto parsed = storage_options(ctx.options);
+        if (!parsed) return parsed.error();
+        auto options = std::move(*parsed);
         options.worker_loops = ctx.loops.size();
         // The handlers own the service, and the server drops them before the
         // event loop goes: nothing of the ring outlives the loop.
@@ -48,7 +70,6 @@ int main(int argc, char** argv) {
         if (!service) return service.error();
         (*service)->install(server);
         agent.on_registered([service = *service](uint32_t) { service->refresh_ids(); });
-        if (options.chunks.direct_io) pfs::log::info("chunk files use O_DIRECT");
         // Not a coroutine itself: the lambda may be gone before the work ends.
         // The worker loops halt first: no write is acknowledged after the
         // targets were synced for the clean stop.

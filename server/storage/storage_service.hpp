@@ -25,7 +25,7 @@ struct StorageServiceOptions {
     // CAP_IPC_LOCK they count against RLIMIT_MEMLOCK (often 8 MiB); if they
     // cannot be registered the server runs without them and says so.
     size_t fixed_buffers = 16;
-    size_t fixed_buffer_size = 512u << 10;
+    size_t fixed_buffer_size = 1u << 20;
     ChunkStoreOptions chunks;
     // Worker loops the server runs besides its main loop (WorkerLoops):
     // one ring each, and one for the main loop.

@@ -5,8 +5,9 @@
 #
 #   tests/bench/run-bench.sh [BUILD] [PFS-BENCH OPTIONS...]
 #
-# The storage servers use O_DIRECT chunk files (direct-io = true; set
-# PFS_BENCH_DIRECT_IO=false for the page cache). Without options pfs-bench
+# The storage servers run with their default direct-io = auto (O_DIRECT
+# chunk files where the file system supports it; PFS_BENCH_DIRECT_IO=false
+# for the page cache). Without options pfs-bench
 # runs three rounds (each figure their median), the metadata workload with
 # 32 concurrent workers and, as root, drops the kernel's caches before every
 # read and stat phase (data sets larger than memory); options given replace
@@ -24,7 +25,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$top/build}
 export PFS_LOCAL_DIR=${PFS_BENCH_DIR:-/tmp/pfs-bench}
 export PFS_BUILD=$build
-export PFS_LOCAL_DIRECT_IO=${PFS_BENCH_DIRECT_IO:-true}
+export PFS_LOCAL_DIRECT_IO=${PFS_BENCH_DIRECT_IO:-auto}
 args=("${@:2}")
 defaults=0
 drop=()

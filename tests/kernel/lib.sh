@@ -237,7 +237,7 @@ print([n["node_id"] for n in json.load(sys.stdin)["nodes"] if n["alias"] == sys.
 # N_META pfs-meta (default 1) and N_STORAGE pfs-storage servers on loopback,
 # configured through config files under PFS_CLUSTER_DIR/etc, targets on the
 # scratch disk; returns once every target is ONLINE and pfs-meta serves the
-# namespace (every metadata server ONLINE too). PFS_STORAGE_DIRECT_IO=true:
+# namespace (every metadata server ONLINE too). PFS_STORAGE_DIRECT_IO (auto):
 # O_DIRECT chunk files. PFS_META_CONF: more lines for every pfs-meta's
 # config file (e.g. "session-timeout = 2"); PFS_SERVER_CONF: for every
 # pfs-meta's and pfs-storage's (e.g. "rdma-interfaces = pfsr0s").
@@ -287,7 +287,7 @@ start_cluster() {
 			state-dir = $sdir/storage$n
 			targets = $targets
 			heartbeat-ms = 1000
-			direct-io = ${PFS_STORAGE_DIRECT_IO:-false}
+			direct-io = ${PFS_STORAGE_DIRECT_IO:-auto}
 		CONF
 		[ -z "${PFS_SERVER_CONF:-}" ] || echo "$PFS_SERVER_CONF" >> "$d/etc/storage$n.conf"
 	done

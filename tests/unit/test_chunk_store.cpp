@@ -423,10 +423,28 @@ TEST_CASE("chunks: direct-io on a file system without O_DIRECT fails at open wit
     REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
     auto ring = make_ring();
     auto store = ChunkStore::open(*ring, tmpl, with_direct_io(true));
-    std::filesystem::remove_all(tmpl);
     REQUIRE_FALSE(store);
     CHECK(store.error().code == -EINVAL);
     CHECK(store.error().message.find("does not support O_DIRECT") != std::string::npos);
+
+    // direct-io = auto: the same place opens, on the page cache.
+    ChunkStoreOptions optional = with_direct_io(true);
+    optional.direct_io_optional = true;
+    auto cached = ChunkStore::open(*ring, tmpl, optional);
+    REQUIRE(cached);
+    CHECK_FALSE((*cached)->direct_io());
+    const Bytes data = random_bytes(8192, 5);
+    asio::io_context io;
+    run_coro(io, [&]() -> awaitable<void> {
+        auto wrote = co_await (*cached)->write(entry(7), 100, data);
+        REQUIRE(wrote);
+        CHECK(*wrote == data.size());
+        auto read = co_await (*cached)->read(entry(7), 100, 8192);
+        REQUIRE(read);
+        CHECK(*read == data);
+    });
+    cached->reset();
+    std::filesystem::remove_all(tmpl);
 }
 
 // ---- listing (fsck) ------------------------------------------------------------

@@ -28,7 +28,7 @@ TEST_CASE("a new namespace holds the root directory", "[namespace]") {
     CHECK(a.ctime == at(1));
     CHECK(fs.stat(root, ".").id.ino == 1);
     CHECK(fs.stat(root, "..").id.ino == 1);
-    CHECK(*fs.ns.pattern(root) == StripePattern{512u << 10, 4, 1, 128u << 10});
+    CHECK(*fs.ns.pattern(root) == StripePattern{1u << 20, 4, 1, 128u << 10});
     Counts c = fs.ns.counts();
     CHECK(c.inodes == 1);
     CHECK(c.directories == 1);
@@ -49,7 +49,7 @@ TEST_CASE("create allocates inodes and stripes new files by the directory patter
     CHECK(r->attr.mtime == at(50));
     CHECK(fs.stat(fs.root()).mtime == at(50));
     CHECK(fs.stat(fs.root()).size == 1);
-    CHECK(*fs.ns.layout(r->attr.id) == StripeLayout{512u << 10, 1, {1, 2, 3, 4}});
+    CHECK(*fs.ns.layout(r->attr.id) == StripeLayout{1u << 20, 1, {1, 2, 3, 4}});
     CHECK(fs.stat(fs.root(), "a").id.ino == 2);
 
     SECTION("an existing name") {
