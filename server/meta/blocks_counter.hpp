@@ -13,6 +13,10 @@
 // BeeGFS's dynamic attributes, the value is the one after the last
 // writer's report: data another client holds unreported is not in it.
 //
+// An inline file's count is this server's own (a statx of its data here),
+// and a stat that finds it unknown waits for it (count_now): cheaper than
+// the client's count and the background one, round trips to itself each.
+//
 // At most kWorkers counts run at once and kQueueMax wait; a file left out
 // is counted at its next stat.
 #pragma once
@@ -20,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 
 #include "asio.hpp"
 #include "namespace.hpp"
@@ -32,12 +38,20 @@ public:
     static constexpr size_t kWorkers = 8;
     static constexpr size_t kQueueMax = 4096;
 
-    BlocksCounter(asio::any_io_executor ex, client::StripedIo& files) : ex_(std::move(ex)), files_(files) {}
+    // Bytes an inline file's data takes on this server's disk.
+    using InlineBytes = std::function<awaitable<Result<uint64_t>>(const pfs_entry_id&)>;
+
+    BlocksCounter(asio::any_io_executor ex, client::StripedIo& files, InlineBytes inline_bytes)
+        : ex_(std::move(ex)), files_(files), inline_bytes_(std::move(inline_bytes)) {}
 
     void attach(Namespace& ns) { ns_ = &ns; }
     // Counts id's st_blocks if the namespace does not know it and no count
     // runs.
     void count(const pfs_entry_id& id);
+    // The same, but an inline file's count is made before it returns, and
+    // returned: its st_blocks once known; nothing when a count runs, the
+    // file is open, or its count went to the background.
+    awaitable<std::optional<uint64_t>> count_now(const pfs_entry_id& id);
 
 private:
     struct Job {
@@ -45,10 +59,15 @@ private:
         BlocksCount count;
     };
 
+    void enqueue(Job job);
     awaitable<void> work();
+    // Counts job's file and tells the namespace: its st_blocks, or nothing
+    // where a target did not answer.
+    awaitable<std::optional<uint64_t>> run(const Job& job);
 
     asio::any_io_executor ex_;
     client::StripedIo& files_;
+    InlineBytes inline_bytes_;
     Namespace* ns_ = nullptr;
     std::deque<Job> queue_;
     size_t workers_ = 0;

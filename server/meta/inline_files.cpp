@@ -183,6 +183,14 @@ awaitable<std::optional<SharedBytes>> InlineFiles::content(const pfs_entry_id& f
     co_return SharedBytes(std::move(whole));
 }
 
+awaitable<Result<uint64_t>> InlineFiles::allocated(const pfs_entry_id& file) {
+    auto hold = co_await admit({PFS_MSG_CHUNK_STAT, file});
+    if (!hold) co_return hold.error();
+    auto st = co_await store().stat(file);
+    if (!st) co_return st.error();
+    co_return st->allocated;
+}
+
 awaitable<size_t> InlineFiles::sweep() {
     size_t deleted = 0;
     if (!service_ || !ns_) co_return deleted;

@@ -52,6 +52,9 @@ public:
     // All `size` bytes of an inline file (zeros where nothing was
     // written); nothing when the file is not inline.
     awaitable<std::optional<SharedBytes>> content(const pfs_entry_id& file, uint64_t size);
+    // Bytes an inline file's data takes on disk here (admitted as a
+    // CHUNK_STAT: not while the data moves).
+    awaitable<Result<uint64_t>> allocated(const pfs_entry_id& file);
     // A freed file's inline data, deleted (best effort: after a crash in
     // between, the next start sweeps it).
     void forget(const FreedFile& freed);

@@ -40,7 +40,7 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
       server_(server),
       cluster_(cluster),
       files_(cluster),
-      blocks_(ex, files_),
+      blocks_(ex, files_, [this](const pfs_entry_id& id) { return inline_.allocated(id); }),
       reaper_(ex, cluster),
       inline_(ex, files_),
       chooser_(chooser),
@@ -212,6 +212,13 @@ void Service::count_blocks_if_unknown(const Attr& attr) {
     if (S_ISREG(attr.mode) && attr.blocks == PFS_BLOCKS_UNKNOWN) blocks_.count(attr.id);
 }
 
+awaitable<void> Service::count_blocks_now(Attr& attr) {
+    if (!S_ISREG(attr.mode) || attr.blocks != PFS_BLOCKS_UNKNOWN) co_return;
+    if (!co_await blocks_.count_now(attr.id)) co_return;
+    // What the namespace has now: the count, or a change made meanwhile.
+    if (auto now = ns_->getattr(attr.id)) attr = *now;
+}
+
 Caller Service::caller(const Request& req) const {
     return policy_.caller(req.frame.header.uid, req.frame.header.gid, req.groups, req.conn->peer_address(), req.role);
 }
@@ -290,7 +297,7 @@ awaitable<Reply> Service::on_lookup(Request& req) {
     auto attr = ns_->getattr(slot->id);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
-    count_blocks_if_unknown(*attr);
+    co_await count_blocks_now(*attr);
     co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 
@@ -300,7 +307,7 @@ awaitable<Reply> Service::on_getattr(Request& req) {
     auto attr = ns_->getattr(*m);
     if (!attr) co_return Reply::from(attr.error());
     watched(req, attr->id);
-    count_blocks_if_unknown(*attr);
+    co_await count_blocks_now(*attr);
     co_return Reply::ok(*encode(pfs_x_attr, to_wire(*attr)));
 }
 

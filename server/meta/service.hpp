@@ -278,6 +278,9 @@ private:
     // (LOOKUP, GETATTR; not OPEN: a read of each file of a data set
     // would cost the targets a CHUNK_STAT each).
     void count_blocks_if_unknown(const Attr& attr);
+    // The same for a stat answered now: an inline file's count (made here,
+    // at once) goes in attr, in the reply, so the client need not count.
+    awaitable<void> count_blocks_now(Attr& attr);
     // OPEN's answer (attributes and layout), the file counted open for the
     // requesting client.
     // mask: what the open asks (R_OK, W_OK): a read-only open of an
