@@ -517,6 +517,22 @@ bool pfs_perm_fresh(struct inode *inode)
 	return pfs_ttl_fresh(inode, READ_ONCE(PFS_I(inode)->perm_time));
 }
 
+/*
+ * The server confirmed what we know of inode's mode, owner and ACLs (they
+ * held for a change it made for us, and it tells us of the next): only a
+ * check made while they were still fresh gets that far, so no notice
+ * expired them in between.
+ */
+void pfs_perm_confirmed(struct inode *inode)
+{
+	struct pfs_inode_info *pi = PFS_I(inode);
+	unsigned long when = READ_ONCE(pi->perm_time);
+
+	/* Not over a notice's expiry that lands meanwhile. */
+	if (pfs_ttl_fresh(inode, when))
+		cmpxchg(&pi->perm_time, when, jiffies);
+}
+
 void pfs_attr_expire(struct inode *inode)
 {
 	WRITE_ONCE(PFS_I(inode)->attr_time, 0);

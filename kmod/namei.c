@@ -64,13 +64,21 @@ unsigned int pfs_names_gen(struct inode *dir)
  * After a change of ours to dir's names (rc: its outcome): dir's times
  * moved, its mode, owner and ACLs did not. A change that failed may have
  * been made all the same (a lost reply), or our dentries were wrong
- * (EEXIST, ENOENT): dir's names go back to the server.
+ * (EEXIST, ENOENT): dir's names go back to the server. One that succeeded
+ * was made by dir's own server, which from then on tells us of any
+ * change to dir (the author of a change watches the entry, see
+ * PFS_MSG_INVALIDATE): what we know of its permissions holds for another
+ * attr_ttl, and a writer filling many directories does not ask for each
+ * one's attributes again and again on its way down to them. Not so for a
+ * striped directory: its names live on its shards' servers.
  */
 static void pfs_dir_changed(struct inode *dir, int rc)
 {
 	pfs_attr_expire_times(dir);
 	if (rc)
 		atomic_inc(&PFS_I(dir)->names_gen);
+	else if (!test_bit(PFS_INO_STRIPED, &PFS_I(dir)->flags))
+		pfs_perm_confirmed(dir);
 }
 
 static void pfs_dentry_stamp(struct dentry *dentry, unsigned int gen)

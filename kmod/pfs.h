@@ -475,6 +475,7 @@ void pfs_attr_expire(struct inode *inode);
 void pfs_attr_expire_times(struct inode *inode);
 /* Mode, owner and ACLs younger than the attribute TTL. */
 bool pfs_perm_fresh(struct inode *inode);
+void pfs_perm_confirmed(struct inode *inode);
 /* ->permission of files and directories: revalidates stale permissions. */
 int pfs_permission(pfs_idmap_t *idmap, struct inode *inode, int mask);
 int pfs_getattr(pfs_idmap_t *idmap, const struct path *path,

@@ -142,6 +142,21 @@ mv $MNT/w/f $MNT/w/g
 umount_pfs $MNT2
 rm -r $MNT/w
 
+step "a directory a client keeps creating in loses its trust at another client's chmod"
+# Each create of its own renews what $MNT2 trusts of p's permissions: only
+# the notice of the chmod ends it, however often it creates.
+mount_pfs $MNT2
+mkdir -m 777 $MNT/p
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+as_user touch $MNT2/p/first || fail "a user cannot create in a mode 777 directory"
+chmod 755 $MNT/p
+n=0
+creates_refused() { n=$((n + 1)); ! as_user touch $MNT2/p/f$n 2> /dev/null; }
+wait_until "the other mount's chmod to refuse this one's creates" creates_refused
+as_user touch $MNT2/p/again 2> /dev/null && fail "a create after the chmod succeeded"
+umount_pfs $MNT2
+rm -r $MNT/p
+
 step "umount and unload"
 umount_pfs $MNT
 mountpoint -q $MNT && fail "$MNT still mounted"
