@@ -64,20 +64,28 @@ unsigned int pfs_names_gen(struct inode *dir)
  * After a change of ours to dir's names (rc: its outcome): dir's times
  * moved, its mode, owner and ACLs did not. A change that failed may have
  * been made all the same (a lost reply), or our dentries were wrong
- * (EEXIST, ENOENT): dir's names go back to the server. One that succeeded
- * was made by dir's own server, which from then on tells us of any
- * change to dir (the author of a change watches the entry, see
- * PFS_MSG_INVALIDATE): what we know of its permissions holds for another
- * attr_ttl, and a writer filling many directories does not ask for each
- * one's attributes again and again on its way down to them. Not so for a
- * striped directory: its names live on its shards' servers.
+ * (EEXIST, ENOENT): dir's names go back to the server.
  */
-static void pfs_dir_changed(struct inode *dir, int rc)
+static void pfs_dir_touched(struct inode *dir, int rc)
 {
 	pfs_attr_expire_times(dir);
 	if (rc)
 		atomic_inc(&PFS_I(dir)->names_gen);
-	else if (!test_bit(PFS_INO_STRIPED, &PFS_I(dir)->flags))
+}
+
+/*
+ * As pfs_dir_touched, for a change that dir's own server made for us: once
+ * it succeeded that server tells us of any change to dir (the author of a
+ * change watches the entry, see PFS_MSG_INVALIDATE), so what we know of
+ * dir's permissions holds for another attr_ttl, and a writer filling many
+ * directories does not ask for each one's attributes again and again on
+ * its way down to them. Not so for a striped directory: its names live on
+ * its shards' servers.
+ */
+static void pfs_dir_changed(struct inode *dir, int rc)
+{
+	pfs_dir_touched(dir, rc);
+	if (!rc && !test_bit(PFS_INO_STRIPED, &PFS_I(dir)->flags))
 		pfs_perm_confirmed(dir);
 }
 
@@ -897,8 +905,12 @@ static int pfs_rename(pfs_idmap_t *idmap, struct inode *old_dir,
 	if (replaced)
 		pfs_untracked_removed(replaced);
 	kfree(m);
-	pfs_dir_changed(old_dir, rc);
-	pfs_dir_changed(new_dir, rc);
+	/*
+	 * Not confirmed: a rename into another server's directory is made
+	 * there by our server, not for us.
+	 */
+	pfs_dir_touched(old_dir, rc);
+	pfs_dir_touched(new_dir, rc);
 	if (rc)
 		return rc;
 	pfs_attr_expire_times(d_inode(old_dentry));
