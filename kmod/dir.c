@@ -5,7 +5,9 @@
  * file position is the cookie to resume after. Entries come with their
  * attributes (READDIR_PLUS) unless the mount says nordirplus or caches
  * nothing: they prime the dentry and inode caches, so that ls -l, find or
- * a training job's stat of every file costs one request per page.
+ * a training job's stat of every file costs one request per page; a
+ * process that looks names up one by one without listing them has them
+ * listed ahead (statahead.c).
  *
  * Nothing the server sends reaches the reader unchecked: a name that is
  * not a plain name, a type the VFS does not know, "." or ".." anywhere
@@ -58,10 +60,6 @@ static bool pfs_dirent_ok(const struct pfs_dirent *ent, size_t len, loff_t pos)
 }
 
 /*
- * One READDIR round trip from cookie; emits what fits. Returns 1 when the
- * caller should ask again, 0 when done (end, or the reader is full).
- */
-/*
  * Every entry listed with attributes is one the server watches for us, in
  * a table of 2^20 shared by all its clients that is forgotten whole when
  * full (INVALIDATE_ALL to everyone): a directory larger than a quarter of
@@ -69,7 +67,7 @@ static bool pfs_dirent_ok(const struct pfs_dirent *ent, size_t len, loff_t pos)
  */
 #define PFS_READDIR_PLUS_MAX_ENTRIES	(1u << 18)
 
-static bool pfs_readdir_plus(struct inode *dir)
+bool pfs_readdir_plus(struct inode *dir)
 {
 	struct pfs_sb_info *sbi = PFS_SB(dir->i_sb);
 
@@ -77,16 +75,22 @@ static bool pfs_readdir_plus(struct inode *dir)
 	       i_size_read(dir) <= PFS_READDIR_PLUS_MAX_ENTRIES;
 }
 
-static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
-			    struct pfs_dirent_plus *plus)
+/*
+ * One READDIR round trip from the cookie *pos, which moves on: what fits is
+ * emitted to ctx, or with ctx NULL (statahead.c) only primed into the
+ * caches, which needs attributes. Returns 1 when the caller should ask
+ * again, 0 when done (end, or the reader is full).
+ */
+int pfs_list_page(struct dentry *dentry, loff_t *pos,
+			 struct dir_context *ctx, struct pfs_dirent_plus *plus)
 {
-	struct inode *inode = file_inode(file);
+	struct inode *inode = d_inode(dentry);
 	struct pfs_dirent *ent = &plus->ent;
 	bool with_attrs = pfs_readdir_plus(inode);
 	unsigned int gen = pfs_names_gen(inode);
 	unsigned int notices = atomic_read(&PFS_SB(inode->i_sb)->notices);
 	struct pfs_readdir m = {
-		.cookie = ctx->pos,
+		.cookie = *pos,
 		.max_entries = PFS_READDIR_BATCH,
 	};
 	struct pfs_rpc rpc = {
@@ -99,8 +103,10 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 	void *req;
 	int rc;
 
+	if (!ctx && !with_attrs)
+		return -EOPNOTSUPP;
 	/* A striped directory's cookie names the shard that goes on. */
-	rc = pfs_cookie_dir(inode, ctx->pos, &m.dir);
+	rc = pfs_cookie_dir(inode, *pos, &m.dir);
 	if (rc)
 		return rc;
 	req = pfs_encode(pfs_x_readdir, &m, &len);
@@ -124,40 +130,40 @@ static int pfs_readdir_page(struct file *file, struct dir_context *ctx,
 				 pfs_x_dirent(&x, ent))
 			goto out;
 		n = strlen(ent->name);
-		if (!pfs_dirent_ok(ent, n, ctx->pos)) {
+		if (!pfs_dirent_ok(ent, n, *pos)) {
 			pr_warn_ratelimited("%s of %llu@%u: refusing entry \"%*pE\" (type %u, cookie %llu after %lld)\n",
 					    pfs_msg_name(rpc.type), m.dir.ino, m.dir.owner_node, (int)n,
 					    ent->name, ent->type, ent->cookie,
-					    ctx->pos);
+					    *pos);
 			goto out;
 		}
 		if (with_attrs)
-			pfs_prime_dentry(file->f_path.dentry, plus, n, gen,
-					 notices);
-		if (!dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
-			      ent->type)) {
+			pfs_prime_dentry(dentry, plus, n, gen, notices);
+		if (ctx && !dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
+				     ent->type)) {
 			rc = 0;
 			goto out;
 		}
-		ctx->pos = ent->cookie;
+		*pos = ent->cookie;
 	}
 	if (pfs_xdr_finish(&x))
 		goto out;
 	if (page.eof) {
-		ctx->pos = PFS_DIR_POS_EOF;
+		*pos = PFS_DIR_POS_EOF;
 		rc = 0;
 	} else if (!page.count) {
 		/* An empty page that is not the end still moves forward. */
-		if (page.next_cookie <= ctx->pos ||
+		if (page.next_cookie <= *pos ||
 		    page.next_cookie >= PFS_DIR_POS_EOF)
 			goto out;
-		ctx->pos = page.next_cookie;
+		*pos = page.next_cookie;
 		rc = 1;
 	} else {
 		rc = 1;
 	}
 out:
-	if (rc < 0)
+	/* Statahead's own failures (EACCES: the user may not list) are its. */
+	if (rc < 0 && (ctx || rc == -EIO))
 		pr_warn_ratelimited("%s of %llu@%u failed: %d\n",
 				    pfs_msg_name(rpc.type), m.dir.ino,
 				    m.dir.owner_node, rc);
@@ -176,7 +182,7 @@ static int pfs_readdir(struct file *file, struct dir_context *ctx)
 	if (!ent)
 		return -ENOMEM;
 	do {
-		rc = pfs_readdir_page(file, ctx, ent);
+		rc = pfs_list_page(file->f_path.dentry, &ctx->pos, ctx, ent);
 	} while (rc > 0);
 	kfree(ent);
 	return rc;

@@ -39,9 +39,12 @@ static int __init pfs_init(void)
 	rc = pfs_file_init();
 	if (rc)
 		goto out_addr;
-	rc = pfs_rdma_init();
+	rc = pfs_statahead_init();
 	if (rc)
 		goto out_file;
+	rc = pfs_rdma_init();
+	if (rc)
+		goto out_statahead;
 	rc = register_filesystem(&pfs_fs_type);
 	if (rc)
 		goto out_rdma;
@@ -49,6 +52,8 @@ static int __init pfs_init(void)
 	return 0;
 out_rdma:
 	pfs_rdma_exit();
+out_statahead:
+	pfs_statahead_exit();
 out_file:
 	pfs_file_exit();
 out_addr:
@@ -62,6 +67,7 @@ static void __exit pfs_exit(void)
 {
 	unregister_filesystem(&pfs_fs_type);
 	pfs_rdma_exit();
+	pfs_statahead_exit();
 	pfs_file_exit();
 	pfs_addr_exit();
 	/* Inodes are freed after an RCU grace period: wait for them. */

@@ -134,6 +134,7 @@ static struct dentry *pfs_lookup(struct inode *dir, struct dentry *dentry,
 	rc = pfs_lookup_name(dir, &dentry->d_name, &attr);
 	if (rc && rc != -ENOENT)
 		return ERR_PTR(rc);
+	pfs_statahead_miss(dentry->d_parent);
 	if (!rc) {
 		inode = pfs_iget(dir->i_sb, &attr);
 		if (IS_ERR(inode))
@@ -173,6 +174,8 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	parent = dget_parent(dentry);
 	gen = pfs_names_gen(d_inode(parent));
 	rc = pfs_lookup_name(d_inode(parent), &dentry->d_name, &attr);
+	if (!rc || rc == -ENOENT)
+		pfs_statahead_miss(parent);
 	dput(parent);
 	inode = d_inode(dentry);
 	if (rc == -ENOENT) {

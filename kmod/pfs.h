@@ -114,6 +114,8 @@ struct pfs_sb_info {
 	 * caches only if none came while it was on its way (dir.c)
 	 */
 	atomic_t notices;
+	/* statahead workers under way, each holding a dentry (statahead.c) */
+	atomic_t statahead_pending;
 	/* keeps our sessions (locks, opens) alive on the metadata servers */
 	struct pfs_sessions sessions;
 	struct pfs_close_batch closes;
@@ -169,6 +171,14 @@ struct pfs_inode_info {
 	 * when a change of ours failed (it may have happened all the same)
 	 */
 	atomic_t names_gen;
+	/*
+	 * directories, statahead (statahead.c): names looked up on the server
+	 * since the last page; where the next page starts; jiffies (never 0)
+	 * when the last pass ended, 0 while one goes on
+	 */
+	atomic_t sa_misses;
+	loff_t sa_pos;
+	unsigned long sa_pass_end;
 	/*
 	 * striped directories (PFS_INO_STRIPED): every shard, this one first,
 	 * as DIR_SHARDS gave them; NULL until first needed, then immutable
@@ -227,6 +237,8 @@ enum {
 	PFS_INO_SIZE_LAZY,
 	/* directories: striped over metadata servers (PFS_ATTR_STRIPED) */
 	PFS_INO_STRIPED,
+	/* directories: a statahead page is on its way (statahead.c) */
+	PFS_INO_STATAHEAD,
 };
 
 /* file->private_data of a regular file (file.c, lock.c) */
@@ -528,6 +540,15 @@ void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
 
 /* dir.c */
 extern const struct file_operations pfs_dir_fops;
+bool pfs_readdir_plus(struct inode *dir);
+int pfs_list_page(struct dentry *dentry, loff_t *pos, struct dir_context *ctx,
+		  struct pfs_dirent_plus *plus);
+
+/* statahead.c */
+void pfs_statahead_miss(struct dentry *parent);
+void pfs_statahead_drain(struct super_block *sb);
+int pfs_statahead_init(void);
+void pfs_statahead_exit(void);
 
 /* file.c: open/release, read/write, fsync, mmap, locks */
 extern const struct file_operations pfs_file_fops;

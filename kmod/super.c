@@ -300,6 +300,9 @@ static struct inode *pfs_alloc_inode(struct super_block *sb)
 	pfs_write_behind_init(&pi->vfs_inode);
 	pi->flags = 0;
 	atomic_set(&pi->names_gen, 0);
+	atomic_set(&pi->sa_misses, 0);
+	pi->sa_pos = 0;
+	pi->sa_pass_end = 0;
 	pi->shards = NULL;
 	pi->untracked = 0;
 	pi->opening = 0;
@@ -596,6 +599,7 @@ static int pfs_get_tree(struct fs_context *fc)
 	sbi->name_ttl = msecs_to_jiffies(sbi->opts.name_ttl_ms);
 	atomic_set(&sbi->names_epoch, 0);
 	atomic_set(&sbi->notices, 0);
+	atomic_set(&sbi->statahead_pending, 0);
 	/* Only who knows the token can act as this client id (BIND_CLIENT). */
 	get_random_bytes(sbi->token, sizeof(sbi->token));
 	sbi->client_id = pfs_auth_client_id(sbi->token);
@@ -659,6 +663,8 @@ static void pfs_kill_sb(struct super_block *sb)
 {
 	struct pfs_sb_info *sbi = PFS_SB(sb);
 
+	if (sbi)
+		pfs_statahead_drain(sb);
 	/* Evicts inodes and writes back dirty data: the net must live. */
 	kill_anon_super(sb);
 	if (sbi) {

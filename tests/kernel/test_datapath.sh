@@ -276,12 +276,15 @@ step "a listing brings the attributes: ls -l of 600 files is a few requests"
 # which pfs.ko puts into its dentry and inode caches; the attributes also
 # say the files have no ACL and no security label, which ls -l asks every
 # file for. Without them, ls -l cost a LOOKUP and two GETXATTR per file.
-mkdir "$MNT/dp/many"
-python3 -c "
+make_files() {  # DIR N: empty files f0 ... f(N-1)
+	python3 -c "
 import os, sys
-for i in range(600):
+for i in range(int(sys.argv[2])):
     os.close(os.open(sys.argv[1] + '/f%d' % i, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-" "$MNT/dp/many"
+" "$1" "$2"
+}
+mkdir "$MNT/dp/many"
+make_files "$MNT/dp/many" 600
 head -c 5000 /dev/urandom > "$MNT/dp/many/f7"
 ls_requests() {  # MOUNT
 	local before
@@ -307,7 +310,39 @@ label() { python3 -c "import os, sys; print(os.getxattr(sys.argv[1], 'security.p
 wait_until "a security xattr set through one mount seen through the other" \
 	eval '[ "$(label "$MNT2/dp/many/f8")" = 1 ]'
 umount_pfs "$MNT2"
+
+step "names looked up one by one are listed ahead: 600 stats in a random order are a few dozen requests"
+# A process that stats the names of a directory it never listed (a
+# training job's stat of its data set): after 8 LOOKUPs there, a worker
+# lists the directory's next page with READDIR_PLUS, which primes the
+# caches (statahead.c). Without it, one LOOKUP per name.
+stat_requests() {  # DIR USER: 600 stats in a random order, one process
+	local before
+	drop_caches
+	before=$(mount_stat tcp requests)
+	setpriv --reuid "$2" --regid "$2" --clear-groups python3 -c "
+import os, random, sys
+names = ['f%d' % i for i in range(600)]
+random.shuffle(names)
+sizes = {n: os.stat(os.path.join(sys.argv[1], n)).st_size for n in names}
+print(sizes['f7'], sum(sizes.values()))" "$1" > /tmp/stat.txt
+	echo $(($(mount_stat tcp requests) - before))
+}
+n=$(stat_requests "$MNT/dp/many" 0)
+echo "600 stats in a random order after dropping the caches: $n requests"
+[ "$n" -le 150 ] || fail "600 stats cost $n requests"
+[ "$(cat /tmp/stat.txt)" = "8000 8000" ] || fail "stats saw sizes $(cat /tmp/stat.txt)"
 rm -r "$MNT/dp/many"
+# Listed as the process that looked up: one that may search a directory
+# but not read it has its names looked up one by one.
+mkdir -m 711 "$MNT/dp/closed"
+make_files "$MNT/dp/closed" 600
+head -c 8000 /dev/urandom > "$MNT/dp/closed/f7"
+n=$(stat_requests "$MNT/dp/closed" 65534)
+echo "the same by a user who may not list the directory: $n requests"
+[ "$n" -ge 600 ] || fail "600 stats of a directory its user may not list cost only $n requests"
+[ "$(cat /tmp/stat.txt)" = "8000 8000" ] || fail "stats saw sizes $(cat /tmp/stat.txt)"
+rm -r "$MNT/dp/closed"
 
 step "unmount and unload"
 umount_pfs "$MNT"
