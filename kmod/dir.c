@@ -78,11 +78,12 @@ bool pfs_readdir_plus(struct inode *dir)
 /*
  * One READDIR round trip from the cookie *pos, which moves on: what fits is
  * emitted to ctx, or with ctx NULL (statahead.c) only primed into the
- * caches, which needs attributes. Returns 1 when the caller should ask
- * again, 0 when done (end, or the reader is full).
+ * caches, which needs attributes, but for skip (pfs_prime_dentry). Returns
+ * 1 when the caller should ask again, 0 when done (end, or the reader is
+ * full).
  */
-int pfs_list_page(struct dentry *dentry, loff_t *pos,
-			 struct dir_context *ctx, struct pfs_dirent_plus *plus)
+int pfs_list_page(struct dentry *dentry, loff_t *pos, struct dir_context *ctx,
+		  struct pfs_dirent_plus *plus, const struct qstr *skip)
 {
 	struct inode *inode = d_inode(dentry);
 	struct pfs_dirent *ent = &plus->ent;
@@ -138,7 +139,7 @@ int pfs_list_page(struct dentry *dentry, loff_t *pos,
 			goto out;
 		}
 		if (with_attrs)
-			pfs_prime_dentry(dentry, plus, n, gen, notices);
+			pfs_prime_dentry(dentry, plus, n, gen, notices, skip);
 		if (ctx && !dir_emit(ctx, ent->name, n, pfs_ino_of(&ent->id),
 				     ent->type)) {
 			rc = 0;
@@ -182,7 +183,8 @@ static int pfs_readdir(struct file *file, struct dir_context *ctx)
 	if (!ent)
 		return -ENOMEM;
 	do {
-		rc = pfs_list_page(file->f_path.dentry, &ctx->pos, ctx, ent);
+		rc = pfs_list_page(file->f_path.dentry, &ctx->pos, ctx, ent,
+				   NULL);
 	} while (rc > 0);
 	kfree(ent);
 	return rc;

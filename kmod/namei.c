@@ -134,7 +134,7 @@ static struct dentry *pfs_lookup(struct inode *dir, struct dentry *dentry,
 	rc = pfs_lookup_name(dir, &dentry->d_name, &attr);
 	if (rc && rc != -ENOENT)
 		return ERR_PTR(rc);
-	pfs_statahead_miss(dentry->d_parent);
+	pfs_statahead_miss(dentry->d_parent, dentry);
 	if (!rc) {
 		inode = pfs_iget(dir->i_sb, &attr);
 		if (IS_ERR(inode))
@@ -175,7 +175,7 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
 	gen = pfs_names_gen(d_inode(parent));
 	rc = pfs_lookup_name(d_inode(parent), &dentry->d_name, &attr);
 	if (!rc || rc == -ENOENT)
-		pfs_statahead_miss(parent);
+		pfs_statahead_miss(parent, NULL);
 	dput(parent);
 	inode = d_inode(dentry);
 	if (rc == -ENOENT) {
@@ -203,10 +203,12 @@ static int pfs_d_revalidate(struct dentry *dentry, unsigned int flags)
  * be older than what the notice expired, and nothing is primed. A cached
  * dentry that names another entry, or none, is left alone: the server's
  * notice of that change is on its way, and the dentry's next revalidation
- * settles it.
+ * settles it. skip: the name the caller itself is looking up (its dentry
+ * in lookup would wait for itself), or NULL.
  */
 void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
-		      size_t len, unsigned int gen, unsigned int notices)
+		      size_t len, unsigned int gen, unsigned int notices,
+		      const struct qstr *skip)
 {
 	DECLARE_WAIT_QUEUE_HEAD_ONSTACK(wq);
 	struct qstr name = QSTR_INIT(e->ent.name, len);
@@ -217,7 +219,8 @@ void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
 	    memcmp(&e->attr.id, &e->ent.id, sizeof(e->attr.id)) ||
 	    ((e->attr.mode & S_IFMT) >> 12) != e->ent.type ||
 	    pfs_attr_check(PFS_MSG_READDIR_PLUS, &e->attr) ||
-	    atomic_read(&PFS_SB(parent->d_sb)->notices) != notices)
+	    atomic_read(&PFS_SB(parent->d_sb)->notices) != notices ||
+	    (skip && skip->len == len && !memcmp(skip->name, e->ent.name, len)))
 		return;
 	name.hash = full_name_hash(parent, name.name, name.len);
 	dentry = d_lookup(parent, &name);

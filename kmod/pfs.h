@@ -114,8 +114,13 @@ struct pfs_sb_info {
 	 * caches only if none came while it was on its way (dir.c)
 	 */
 	atomic_t notices;
-	/* statahead workers under way, each holding a dentry (statahead.c) */
+	/*
+	 * statahead workers under way, each holding a dentry; names looked up
+	 * on the server, and pages listed ahead of them (statahead.c)
+	 */
 	atomic_t statahead_pending;
+	atomic64_t statahead_lookups;
+	atomic64_t statahead_pages;
 	/* keeps our sessions (locks, opens) alive on the metadata servers */
 	struct pfs_sessions sessions;
 	struct pfs_close_batch closes;
@@ -536,16 +541,17 @@ extern const struct inode_operations pfs_dir_iops;
 extern const struct dentry_operations pfs_dentry_ops;
 unsigned int pfs_names_gen(struct inode *dir);
 void pfs_prime_dentry(struct dentry *parent, const struct pfs_dirent_plus *e,
-		      size_t len, unsigned int gen, unsigned int notices);
+		      size_t len, unsigned int gen, unsigned int notices,
+		      const struct qstr *skip);
 
 /* dir.c */
 extern const struct file_operations pfs_dir_fops;
 bool pfs_readdir_plus(struct inode *dir);
 int pfs_list_page(struct dentry *dentry, loff_t *pos, struct dir_context *ctx,
-		  struct pfs_dirent_plus *plus);
+		  struct pfs_dirent_plus *plus, const struct qstr *skip);
 
 /* statahead.c */
-void pfs_statahead_miss(struct dentry *parent);
+void pfs_statahead_miss(struct dentry *parent, struct dentry *looking);
 void pfs_statahead_drain(struct super_block *sb);
 int pfs_statahead_init(void);
 void pfs_statahead_exit(void);

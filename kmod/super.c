@@ -404,6 +404,10 @@ static int pfs_show_stats(struct seq_file *m, struct dentry *root)
 
 	if (sbi->net)
 		pfs_net_show_stats(sbi->net, m);
+	seq_printf(m, "\n\tnames statahead: lookups %lld pages %lld notices %d",
+		   (long long)atomic64_read(&sbi->statahead_lookups),
+		   (long long)atomic64_read(&sbi->statahead_pages),
+		   atomic_read(&sbi->notices));
 	seq_putc(m, '\n');
 	return 0;
 }
@@ -600,6 +604,8 @@ static int pfs_get_tree(struct fs_context *fc)
 	atomic_set(&sbi->names_epoch, 0);
 	atomic_set(&sbi->notices, 0);
 	atomic_set(&sbi->statahead_pending, 0);
+	atomic64_set(&sbi->statahead_lookups, 0);
+	atomic64_set(&sbi->statahead_pages, 0);
 	/* Only who knows the token can act as this client id (BIND_CLIENT). */
 	get_random_bytes(sbi->token, sizeof(sbi->token));
 	sbi->client_id = pfs_auth_client_id(sbi->token);
