@@ -17,7 +17,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cred.h>
-#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "pfs.h"
@@ -76,14 +75,11 @@ static void pfs_sa_worker(struct work_struct *work)
 	struct inode *dir = d_inode(w->dir);
 	struct pfs_sb_info *sbi = PFS_SB(dir->i_sb);
 	const struct cred *old = override_creds(w->cred);
-	/* As in a lookup: reclaim must not re-enter the fs. */
-	unsigned int nofs = memalloc_nofs_save();
 
 	/* Held as readdir holds it (d_alloc_parallel). */
 	inode_lock_shared(dir);
 	pfs_sa_page(w->dir, NULL);
 	inode_unlock_shared(dir);
-	memalloc_nofs_restore(nofs);
 	revert_creds(old);
 	put_cred(w->cred);
 	dput(w->dir);
@@ -122,7 +118,7 @@ void pfs_statahead_miss(struct dentry *parent, struct dentry *looking)
 		pfs_sa_page(parent, &looking->d_name);
 		return;
 	}
-	w = kmalloc(sizeof(*w), GFP_NOFS);
+	w = kmalloc(sizeof(*w), GFP_KERNEL);
 	if (!w) {
 		clear_bit(PFS_INO_STATAHEAD, &pi->flags);
 		return;

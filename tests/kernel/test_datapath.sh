@@ -313,9 +313,9 @@ umount_pfs "$MNT2"
 
 step "names looked up one by one are listed ahead: 600 stats in a random order are a few dozen requests"
 # A process that stats the names of a directory it never listed (a
-# training job's stat of its data set): after 8 LOOKUPs there, a worker
-# lists the directory's next page with READDIR_PLUS, which primes the
-# caches (statahead.c). Without it, one LOOKUP per name.
+# training job's stat of its data set): the 8th LOOKUP there lists the
+# directory's next page with READDIR_PLUS, which primes the caches
+# (statahead.c). Without it, one LOOKUP per name.
 stat_requests() {  # DIR USER: 600 stats in a random order, one process
 	local before
 	drop_caches
