@@ -4,13 +4,16 @@
 
 namespace pfs::meta {
 
-Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder) {
+Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder,
+                         const ChunkStoreOptions& chunks) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Error{-ec.value(), "cannot make the inline store " + dir.string() + ": " + ec.message()};
     targets_ = {AgentTarget{dir, PFS_INLINE_TARGET, 0}};
     StorageServiceOptions options;
     options.fixed_buffers = 0;  // small files: no pinned memory
+    options.chunks.direct_io = chunks.direct_io;
+    options.chunks.direct_io_optional = chunks.direct_io_optional;
     auto service = StorageService::create(targets_, options);
     if (!service) return service.error();
     service_ = std::move(*service);

@@ -37,7 +37,8 @@ public:
 
     // The store under dir (made if missing) and its chunk handlers on
     // server; recorder is told of each write and copy into a file.
-    Status open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder);
+    Status open(const std::filesystem::path& dir, RpcServer& server, ChunkRecorder recorder,
+                const ChunkStoreOptions& chunks);
     void attach(Namespace& ns, Durable durable);
     // SIGTERM: the store's data to disk, its write verifier kept.
     awaitable<void> stop_cleanly();

@@ -57,7 +57,12 @@ struct MetaServer {
         service = std::make_unique<meta::Service>(ctx.io.get_executor(), server, *cluster, chooser, session_timeout,
                                                   meta::DirPlacement(*placement), std::move(*policy));
         service->install();
-        if (auto st = service->open_inline(ctx.state_dir / "inline"); !st) return st;
+        ChunkStoreOptions inline_chunks;
+        if (auto st = parse_direct_io(ctx.options.get<std::string>("inline-direct-io"), "inline-direct-io",
+                                      inline_chunks);
+            !st)
+            return st;
+        if (auto st = service->open_inline(ctx.state_dir / "inline", inline_chunks); !st) return st;
         // Not a coroutine itself: the lambda may be gone before the work ends.
         ctx.before_stop = [this] { return service->stop_cleanly(); };
         // The namespace is owned by this node's id: open it once that is known.
@@ -129,6 +134,9 @@ void add_meta_options(Options& options) {
     options.add()("dir-placement", po::value<std::string>()->default_value("spread"),
                   "where new directories go: 'spread' over the ONLINE metadata servers with free space, or "
                   "'local' (with their parent)");
+    options.add()("inline-direct-io", po::value<std::string>()->default_value("auto")->implicit_value("true"),
+                  "the inline store's files (small files' data, kept here) with O_DIRECT, past the page cache, as "
+                  "pfs-storage's direct-io: auto (where the state directory's file system supports it), true or false");
     const meta::ClientPolicySettings d;
     options.add()
         ("trusted-clients", po::value<std::string>()->default_value(d.trusted),

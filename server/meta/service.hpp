@@ -61,7 +61,7 @@ public:
     void fail_stop(const Error& why) { stopped_ = why; }
     void install();
     // The store of inline files' data under dir, and its chunk handlers.
-    Status open_inline(const std::filesystem::path& dir);
+    Status open_inline(const std::filesystem::path& dir, const ChunkStoreOptions& chunks);
     // SIGTERM: chunk deletions still queued go out, inline data to disk.
     awaitable<void> stop_cleanly();
     // Frees the files a crash left unlinked but not yet removed, and

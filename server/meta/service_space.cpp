@@ -35,10 +35,11 @@ awaitable<Reply> Service::on_fallocate(Request& req) {
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 
-Status Service::open_inline(const std::filesystem::path& dir) {
-    return inline_.open(dir, server_, [this](const Request& req, const pfs_entry_id& file, uint64_t end) {
-        return inline_written(req, file, end);
-    });
+Status Service::open_inline(const std::filesystem::path& dir, const ChunkStoreOptions& chunks) {
+    return inline_.open(
+        dir, server_,
+        [this](const Request& req, const pfs_entry_id& file, uint64_t end) { return inline_written(req, file, end); },
+        chunks);
 }
 
 // The inline store took a write or copy into file: what a size report

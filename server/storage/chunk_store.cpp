@@ -1,7 +1,6 @@
 #include "chunk_store.hpp"
 
 #include "log.hpp"
-
 #include "worker_loops.hpp"
 #include "write_verifier.hpp"
 
@@ -10,12 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace pfs {
 namespace {
@@ -504,6 +505,22 @@ Result<ChunkListing> ChunkStore::list(pfs_chunk_cookie from, uint32_t max) const
     out.next = pfs_chunk_cookie{dir, pos};
     out.eof = dir >= kFanout;
     return out;
+}
+
+Status parse_direct_io(std::string_view value, std::string_view name, ChunkStoreOptions& options) {
+    if (value == "auto") {
+        options.direct_io = options.direct_io_optional = true;
+        return ok_status();
+    }
+    auto one_of = [value](std::initializer_list<std::string_view> words) {
+        return std::find(words.begin(), words.end(), value) != words.end();
+    };
+    const bool yes = one_of({"true", "yes", "on", "1"});
+    if (!yes && !one_of({"false", "no", "off", "0"}))
+        return Error{-EINVAL, "--" + std::string(name) + ": auto, true or false, not '" + std::string(value) + "'"};
+    options.direct_io = yes;
+    options.direct_io_optional = false;
+    return ok_status();
 }
 
 }  // namespace pfs

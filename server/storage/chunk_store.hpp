@@ -25,6 +25,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +84,11 @@ struct ChunkStoreOptions {
     bool direct_io = false;
     bool direct_io_optional = false;
 };
+
+// A direct-io option's value (auto, or a yes or no in the words
+// Boost.Program_options takes for one) into options; `name` is the
+// option's, for the error.
+Status parse_direct_io(std::string_view value, std::string_view name, ChunkStoreOptions& options);
 
 // One chunk file as CHUNK_LIST reports it.
 struct ChunkListEntry {

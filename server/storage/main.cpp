@@ -5,19 +5,7 @@
 #include "server_main.hpp"
 #include "storage_service.hpp"
 
-#include <optional>
-#include <string_view>
-
 namespace {
-
-// A yes-or-no option's value, in the words Boost.Program_options takes for one.
-std::optional<bool> switch_value(std::string_view v) {
-    for (std::string_view yes : {"true", "yes", "on", "1"})
-        if (v == yes) return true;
-    for (std::string_view no : {"false", "no", "off", "0"})
-        if (v == no) return false;
-    return std::nullopt;
-}
 
 void add_storage_options(pfs::Options& options) {
     namespace po = pfs::po;
@@ -36,14 +24,8 @@ void add_storage_options(pfs::Options& options) {
 
 pfs::Result<pfs::StorageServiceOptions> storage_options(const pfs::Options& options) {
     pfs::StorageServiceOptions out;
-    const auto direct = options.get<std::string>("direct-io");
-    if (direct == "auto") {
-        out.chunks.direct_io = out.chunks.direct_io_optional = true;
-    } else if (auto on = switch_value(direct)) {
-        out.chunks.direct_io = *on;
-    } else {
-        return pfs::Error{-EINVAL, "--direct-io: auto, true or false, not '" + direct + "'"};
-    }
+    if (auto st = pfs::parse_direct_io(options.get<std::string>("direct-io"), "direct-io", out.chunks); !st)
+        return st.error();
     out.ring.entries = options.get<unsigned>("io-ring-entries");
     out.fixed_buffers = options.get<unsigned>("io-buffers");
     out.fixed_buffer_size = size_t{options.get<unsigned>("io-buffer-kib")} << 10;

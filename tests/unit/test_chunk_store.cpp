@@ -24,6 +24,29 @@ using namespace pfs;
 using namespace pfs::test;
 using namespace std::chrono_literals;
 
+TEST_CASE("chunks: the direct-io option's values", "[chunks]") {
+    ChunkStoreOptions o;
+    REQUIRE(parse_direct_io("auto", "direct-io", o).ok());
+    CHECK((o.direct_io && o.direct_io_optional));
+    for (const char* yes : {"true", "yes", "on", "1"}) {
+        INFO(yes);
+        REQUIRE(parse_direct_io(yes, "direct-io", o).ok());
+        CHECK((o.direct_io && !o.direct_io_optional));
+    }
+    for (const char* no : {"false", "no", "off", "0"}) {
+        INFO(no);
+        REQUIRE(parse_direct_io("auto", "direct-io", o).ok());
+        REQUIRE(parse_direct_io(no, "direct-io", o).ok());
+        CHECK((!o.direct_io && !o.direct_io_optional));
+    }
+    const ChunkStoreOptions before = o;
+    auto bad = parse_direct_io("sometimes", "inline-direct-io", o);
+    REQUIRE(!bad.ok());
+    CHECK(bad.error().code == -EINVAL);
+    CHECK(bad.error().message == "--inline-direct-io: auto, true or false, not 'sometimes'");
+    CHECK((o.direct_io == before.direct_io && o.direct_io_optional == before.direct_io_optional));
+}
+
 TEST_CASE("chunks: path layout", "[chunks]") {
     CHECK(ChunkStore::chunk_path(entry(0xabc, 2, 0x10)).ends_with("/abc-2-10"));
     CHECK(ChunkStore::chunk_path(entry(~0ull, ~0u, ~0u)).ends_with("/ffffffffffffffff-ffffffff-ffffffff"));
