@@ -12,8 +12,7 @@ Status InlineFiles::open(const std::filesystem::path& dir, RpcServer& server, Ch
     targets_ = {AgentTarget{dir, PFS_INLINE_TARGET, 0}};
     StorageServiceOptions options;
     options.fixed_buffers = 0;  // small files: no pinned memory
-    options.chunks.direct_io = chunks.direct_io;
-    options.chunks.direct_io_optional = chunks.direct_io_optional;
+    options.chunks = chunks;
     auto service = StorageService::create(targets_, options);
     if (!service) return service.error();
     service_ = std::move(*service);
