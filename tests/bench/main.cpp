@@ -115,7 +115,7 @@ Result<System> parse_posix(const std::string& arg) {
     return s;
 }
 
-Status run_posix(System& s, const bench::Workload& w) {
+Result<bench::Figures> run_posix(const System& s, const bench::Workload& w) {
     // A mistyped mount point must not quietly measure the root file system.
     struct stat st;
     if (!s.dir_is_ours && (::stat(s.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
@@ -124,11 +124,10 @@ Status run_posix(System& s, const bench::Workload& w) {
     try {
         // Otherwise a directory of its own: DIR may be a mount point, which
         // run_local could not remove.
-        s.rounds.push_back(bench::run_local(s.dir_is_ours ? s.dir : s.dir + "/pfs-bench.work", w));
+        return bench::run_local(s.dir_is_ours ? s.dir : s.dir + "/pfs-bench.work", w);
     } catch (const std::exception& e) {
         return Error{-EIO, s.name + ": " + e.what()};
     }
-    return ok_status();
 }
 
 // Runs body(fs) against the cluster --mgmtd names, through a client of its own.
@@ -152,16 +151,20 @@ Result<T> on_libpfs(const Options& options, std::function<awaitable<Result<T>>(c
     return out;
 }
 
-// round: 0, 1, ...; rounds after the first use DIR.2, DIR.3, ... (libpfs
-// has no recursive remove, and the workloads want a directory of their own).
-Status run_libpfs(System& s, const Options& options, const bench::Workload& w, int round) {
-    const std::string dir = round == 0 ? s.dir : s.dir + "." + std::to_string(round + 1);
+// run: 0, 1, ... over every round and part; runs after the first use
+// DIR.2, DIR.3, ... (libpfs has no recursive remove, and the workloads want
+// a directory of their own).
+Result<bench::Figures> run_libpfs(const System& s, const Options& options, const bench::Workload& w, int run) {
+    const std::string dir = run == 0 ? s.dir : s.dir + "." + std::to_string(run + 1);
     std::fprintf(stderr, "%s (libpfs, %s)...\n", s.name.c_str(), dir.c_str());
-    auto figures = on_libpfs<bench::Figures>(
-        options, [&](client::FileSystem& fs) { return bench::run_pfs(fs, dir, w); });
-    if (!figures) return figures.error();
-    s.rounds.push_back(*figures);
-    return ok_status();
+    return on_libpfs<bench::Figures>(options,
+                                     [&](client::FileSystem& fs) { return bench::run_pfs(fs, dir, w); });
+}
+
+// What a part of the workloads measured, into its round's figures (each
+// figure comes from one part; the others leave it 0).
+void add_part(bench::Figures& round, const bench::Figures& part) {
+    for (const Row& r : kRows) round.*r.field += part.*r.field;
 }
 
 // Table on stdout: one column per system, then each one's ratio to the
@@ -269,7 +272,7 @@ int main(int argc, char** argv) {
         ("mgmtd", po::value<std::string>()->default_value("localhost"), "management daemon, HOST[:PORT]")
         ("local-dir", po::value<std::string>(), "local directory for the comparison with libpfs (same disk as the targets)")
         ("pfs-dir", po::value<std::string>()->default_value("/bench"),
-         "directory in PFS to create and use (later rounds: DIR.2, DIR.3, ...)")
+         "directory in PFS to create and use (later runs, a part of the workloads or a round each: DIR.2, DIR.3, ...)")
         ("posix", po::value<std::vector<std::string>>()->composing(),
          "NAME=DIR (repeatable): run the workloads through POSIX calls in DIR/pfs-bench.work instead of libpfs")
         ("baseline", po::value<std::string>()->default_value(""),
@@ -281,7 +284,7 @@ int main(int argc, char** argv) {
         ("meta-threads", po::value<int>()->default_value(0),
          "concurrent workers for the metadata workload (0: as many as --threads)")
         ("rounds", po::value<int>()->default_value(1),
-         "run every system this many times, interleaved, and report each figure's median")
+         "run every system this many times, interleaved part by part (streams, small files, metadata), and report each figure's median")
         ("seq-only", po::bool_switch(), "only the sequential workloads (buffered and O_DIRECT streams)")
         ("small-only", po::bool_switch(), "only the small-file workload (100 KiB files written, then read)")
         ("meta-only", po::bool_switch(), "only the metadata workload (create, stat, list, unlink)")
@@ -358,16 +361,29 @@ int main(int argc, char** argv) {
     if (!base && !baseline.empty()) return usage_error("--baseline '" + baseline + "' is not a --posix NAME");
     if (!base) base = &systems.back();
 
-    // Interleaved (pfs, nfs, local, pfs, nfs, ...): a slow spell of the
-    // machine falls on every system alike.
+    // Interleaved part by part (the streams on pfs, nfs, local, then the
+    // small files on each, then the metadata workload, and again each
+    // round): the figures set side by side are taken within a part's run
+    // of each other, not a whole round apart, so a slow spell of the
+    // machine falls on them alike.
+    std::vector<bench::Only> parts{w.only};
+    if (w.only == bench::Only::all) parts = {bench::Only::sequential, bench::Only::small_files, bench::Only::metadata};
+    int run = 0;
     for (int round = 0; round < rounds; ++round) {
-        for (auto& s : systems) {
-            if (rounds > 1) std::fprintf(stderr, "round %d of %d: ", round + 1, rounds);
-            auto st = s.libpfs ? run_libpfs(s, options, w, round) : run_posix(s, w);
-            if (!st) {
-                std::fprintf(stderr, "pfs-bench: %s\n", st.error().message.c_str());
-                return 1;
+        for (auto& s : systems) s.rounds.emplace_back();
+        for (bench::Only part : parts) {
+            bench::Workload pw = w;
+            pw.only = part;
+            for (auto& s : systems) {
+                if (rounds > 1) std::fprintf(stderr, "round %d of %d: ", round + 1, rounds);
+                auto figures = s.libpfs ? run_libpfs(s, options, pw, run) : run_posix(s, pw);
+                if (!figures) {
+                    std::fprintf(stderr, "pfs-bench: %s\n", figures.error().message.c_str());
+                    return 1;
+                }
+                add_part(s.rounds.back(), *figures);
             }
+            ++run;
         }
     }
     for (auto& s : systems) s.figures = median_figures(s.rounds);
