@@ -2,6 +2,7 @@
 conditions with deadlines (never fixed sleeps)."""
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -11,10 +12,28 @@ import tempfile
 import time
 
 
+_given_ports = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nobody has bound now, not handed out before by this process,
+    below the kernel's ephemeral range (32768 and up by default): a port
+    bind(0) picked can come back from the next bind(0) before its daemon
+    listens on it, and one in the ephemeral range can become the local end
+    of any connect()."""
+    rng = random.SystemRandom()
+    for _ in range(10000):
+        port = rng.randrange(20000, 32000)
+        if port in _given_ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given_ports.add(port)
+        return port
+    raise RuntimeError("no free TCP port in 20000-31999 on 127.0.0.1")
 
 
 def wait_for(what, predicate, timeout=20.0, interval=0.05):

@@ -12,6 +12,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
 #include <sstream>
 #include <thread>
 
@@ -69,16 +73,40 @@ std::string Process::log_text() const {
     return ss.str();
 }
 
-uint16_t free_port() {
+namespace {
+
+bool bindable(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    addr.sin_port = htons(port);
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     close(fd);
-    return ntohs(addr.sin_port);
+    return ok;
+}
+
+}  // namespace
+
+// A port bound by nobody now, never handed out before by this process, and
+// below the kernel's ephemeral range (32768 and up by default). A port the
+// kernel picked for bind(0) was handed out twice in a row (mgmtd's, then a
+// pfs-meta's: the second daemon took it, the first could not listen), and
+// one in the ephemeral range can become the local end of any connect().
+uint16_t free_port() {
+    static std::mutex mu;
+    static std::set<uint16_t> given;
+    static std::mt19937 rng(std::random_device{}());
+    std::lock_guard lock(mu);
+    for (int attempt = 0; attempt < 10000; ++attempt) {
+        const auto port = static_cast<uint16_t>(20000 + rng() % 12000);
+        if (!given.contains(port) && bindable(port)) {
+            given.insert(port);
+            return port;
+        }
+    }
+    throw std::runtime_error("no free TCP port in 20000-31999 on 127.0.0.1");
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
