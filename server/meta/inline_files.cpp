@@ -39,6 +39,9 @@ awaitable<Result<ChunkHold>> InlineFiles::admit(const ChunkAccess& access) {
     // waits for holds to end: two files, or one, could wait for each
     // other for good. Clients copy inline data through their own memory.
     if (access.type == PFS_MSG_CHUNK_COPY) co_return Error{-EXDEV, "the inline store copies nothing"};
+    // Before anything that may make its chunk file, a move out included.
+    if (access.type != PFS_MSG_CHUNK_READ && access.type != PFS_MSG_CHUNK_STAT)
+        unwritten_.erase(EntryKey::of(access.file));
     // The sizes and mtimes the file's writes recorded go to disk with it.
     if (access.type == PFS_MSG_CHUNK_SYNC) {
         if (auto st = co_await durable_(); !st) co_return st.error();
@@ -231,8 +234,14 @@ awaitable<size_t> InlineFiles::sweep() {
     }
 }
 
+void InlineFiles::made(const pfs_entry_id& file) {
+    if (unwritten_.size() >= kUnwrittenMax) unwritten_.clear();
+    unwritten_.insert(EntryKey::of(file));
+}
+
 void InlineFiles::forget(const FreedFile& freed) {
     if (!freed.was_inline || !service_) return;
+    if (unwritten_.erase(EntryKey::of(freed.id)) > 0) return;
     asio::co_spawn(
         ex_,
         [this, id = freed.id]() -> awaitable<void> {

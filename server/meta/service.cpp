@@ -373,6 +373,7 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
     if (created->created) {
         const pfs_entry_id ids[] = {m.dir, created->attr.id};
         changed(req, ids);
+        if (auto limit = ns_->inline_max(created->attr.id); limit && *limit) inline_.made(created->attr.id);
     } else {
         watched(req, m.dir);
         watched(req, created->attr.id);

@@ -256,6 +256,56 @@ TEST_CASE("removing inline files asks their storage targets for nothing; one tha
     REQUIRE(ok);
 }
 
+TEST_CASE("removing inline files made since the start deletes whatever data reached the inline store, however",
+          "[system]") {
+    Setup s;
+    const Bytes small = pattern_bytes(2000, 3);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/in");
+        REQUIRE(ready);
+        // Never written: nothing in the store, nothing to delete.
+        for (int i = 0; i < 5; ++i) {
+            auto f = co_await s.fs.open("/in/empty" + std::to_string(i), O_CREAT | O_WRONLY);
+            REQUIRE(f);
+            REQUIRE_OK(co_await s.fs.close(*f));
+        }
+        // Made by one client, written by the other.
+        auto made = co_await s.fs.open("/in/theirs", O_CREAT | O_WRONLY);
+        REQUIRE(made);
+        REQUIRE_OK(co_await s.fs.close(*made));
+        auto theirs = co_await s.other.open("/in/theirs", O_WRONLY);
+        REQUIRE(theirs);
+        REQUIRE_OK(co_await s.other.write(*theirs, 0, small));
+        REQUIRE_OK(co_await s.other.close(*theirs));
+        // Written, then cut back to nothing: an empty chunk file remains.
+        auto cut = co_await written(s.fs, "/in/cut", small);
+        REQUIRE(cut);
+        REQUIRE_OK(co_await s.fs.close(*cut));
+        REQUIRE_OK(co_await s.fs.truncate("/in/cut", 0));
+        // Space given, nothing written.
+        auto given = co_await s.fs.open("/in/given", O_CREAT | O_WRONLY);
+        REQUIRE(given);
+        REQUIRE_OK(co_await s.fs.fallocate(*given, 0, 0, 4096));
+        REQUIRE_OK(co_await s.fs.close(*given));
+        const bool stored = co_await test::eventually(s.io, 20s, [&]() -> awaitable<bool> {
+            co_return s.inline_chunks() == 3;
+        });
+        CHECK(stored);
+
+        for (const char* name : {"theirs", "cut", "given"}) REQUIRE_OK(co_await s.fs.unlink(std::string("/in/") + name));
+        for (int i = 0; i < 5; ++i) REQUIRE_OK(co_await s.fs.unlink("/in/empty" + std::to_string(i)));
+        const bool gone = co_await test::eventually(s.io, 20s, [&]() -> awaitable<bool> {
+            co_return s.inline_chunks() == 0;
+        });
+        CHECK(gone);
+        CHECK(s.on_targets() == 0);
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
 TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[system]") {
     Setup s;
     const Bytes data = pattern_bytes(12345, 5);
