@@ -278,7 +278,7 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::filesystem::path& path
 
 uint64_t Journal::file_bytes() const { return file_->end; }
 
-Result<uint64_t> Journal::submit(std::span<const uint8_t> payload) {
+Result<uint64_t> Journal::submit(std::span<const uint8_t> payload, bool lazy) {
     if (failed_) return *failed_;
     if (payload.size() > kJournalMaxPayload)
         return Error{-EMSGSIZE, "journal record of " + std::to_string(payload.size()) + " bytes is too big"};
@@ -289,13 +289,16 @@ Result<uint64_t> Journal::submit(std::span<const uint8_t> payload) {
     append_journal_record(batch.bytes, next_seq_, payload);
     file_->end += batch.bytes.size() - before;
     batch.last_seq = next_seq_;
-    if (!flusher_running_) {
-        flusher_running_ = true;
-        // co_spawn starts the flusher later, through the executor: records
-        // submitted in the meantime join this first batch.
-        asio::co_spawn(executor_, flush_loop(alive_), asio::detached);
-    }
+    if (!lazy) start_flusher();
     return next_seq_++;
+}
+
+void Journal::start_flusher() {
+    if (flusher_running_ || pending_.empty()) return;
+    flusher_running_ = true;
+    // co_spawn starts the flusher later, through the executor: records
+    // submitted in the meantime join this first batch.
+    asio::co_spawn(executor_, flush_loop(alive_), asio::detached);
 }
 
 std::shared_ptr<Journal::Batch> Journal::batch_of(uint64_t seq) const {
@@ -312,6 +315,7 @@ awaitable<Status> Journal::wait(uint64_t seq) {
         if (failed_) co_return *failed_;
         co_return Error{-EINVAL, "journal seq " + std::to_string(seq) + " was never submitted"};
     }
+    start_flusher();  // the batch may hold lazy records alone
     while (!batch->outcome) {
         boost::system::error_code ec;
         co_await batch->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));

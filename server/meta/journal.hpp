@@ -100,7 +100,10 @@ public:
     // Adds a record to the next batch and returns its seq, at once (no
     // suspension, so callers can tie the seq to the state they just
     // changed); the flush starts on its own. wait() tells when it is durable.
-    Result<uint64_t> submit(std::span<const uint8_t> payload);
+    // A lazy record starts no flush: it waits in the batch for the next
+    // record that does, or for a wait() on it or a later one, so that a
+    // change nobody waits for costs no write and sync of its own.
+    Result<uint64_t> submit(std::span<const uint8_t> payload, bool lazy = false);
     // Returns once record seq is durable, or with the error that lost it.
     awaitable<Status> wait(uint64_t seq);
     // submit + wait.
@@ -131,6 +134,7 @@ private:
     Journal(std::shared_ptr<File> file, uint64_t next_seq, Uring& ring, asio::any_io_executor executor);
     static Result<std::shared_ptr<File>> create_file(const std::filesystem::path& path);
     std::shared_ptr<Batch> batch_of(uint64_t seq) const;
+    void start_flusher();
     awaitable<void> flush_loop(std::shared_ptr<bool> alive);
     static awaitable<Flushed> flush(Uring& ring, std::shared_ptr<Batch> batch);
     static void finish(Batch& batch, const Status& outcome);

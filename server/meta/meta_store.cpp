@@ -417,7 +417,7 @@ void MetaStore::record(const Op& op) {
         stop(bytes.error());
         return;
     }
-    if (auto seq = journal_->submit(*bytes); !seq) stop(seq.error());
+    if (auto seq = journal_->submit(*bytes, ns_.applying_lazily()); !seq) stop(seq.error());
 }
 
 void MetaStore::stop(const Error& error) {

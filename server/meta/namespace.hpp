@@ -275,6 +275,21 @@ public:
     Result<Outcome> apply(const Op& op);
     // Called after every successful apply(), with the op.
     void set_observer(std::function<void(const Op&)> observer) { observer_ = std::move(observer); }
+    // Whether the op being applied need not be durable soon (LazyOps): the
+    // observer may let its record wait for one that must be.
+    bool applying_lazily() const { return lazy_; }
+    // While one lives, the ops applied are lazy: a size and mtime that a
+    // write or close(2) made, which promise no durability (fsync does).
+    class LazyOps {
+    public:
+        explicit LazyOps(Namespace& ns) : ns_(ns) { ns_.lazy_ = true; }
+        ~LazyOps() { ns_.lazy_ = false; }
+        LazyOps(const LazyOps&) = delete;
+        LazyOps& operator=(const LazyOps&) = delete;
+
+    private:
+        Namespace& ns_;
+    };
 
     // The whole namespace (open counts aside), deterministic: two namespaces
     // with the same history give the same bytes. Written as a sequence of
@@ -376,6 +391,7 @@ private:
     std::set<uint64_t> reserved_;                  // reserve_dir_id's, not used yet
     Counts counts_;
     std::function<void(const Op&)> observer_;
+    bool lazy_ = false;
 };
 
 }  // namespace pfs::meta

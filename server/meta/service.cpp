@@ -171,8 +171,28 @@ Reply Service::finish_lazily(Result<Reply> reply) {
     return std::move(*reply);
 }
 
+Result<Outcome> Service::setattr_lazily(const pfs_entry_id& id, const AttrChanges& changes, Timespec stamp) {
+    Namespace::LazyOps lazy(*ns_);
+    return ns_->setattr(id, changes, stamp);
+}
+
+// Lazy records wait in the journal's next batch: the first change that
+// must be durable takes them along (the next create of a job writing small
+// files), else this does, kLazyDurable later, which also notices a journal
+// that failed meanwhile. One at a time.
 void Service::durable_later() {
-    asio::co_spawn(ex_, [durable = durable_]() -> awaitable<void> { co_await durable(); }, asio::detached);
+    if (*durable_due_) return;
+    *durable_due_ = true;
+    asio::co_spawn(
+        ex_,
+        [ex = ex_, due = durable_due_, durable = durable_]() -> awaitable<void> {
+            asio::steady_timer timer(ex, kLazyDurable);
+            boost::system::error_code ec;
+            co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            *due = false;
+            co_await durable();
+        },
+        asio::detached);
 }
 
 awaitable<Reply> Service::added_reply(const Request& req, const pfs_entry_id& dir, Result<Attr> attr) {
@@ -595,11 +615,11 @@ awaitable<Reply> Service::on_setattr(Request& req) {
         // close and fsync, so the chunks may hold bytes past it.
         if (auto st = co_await truncate_chunks(m->id, m->size); !st) co_return Reply::from(st.error());
     }
-    auto out = ns_->setattr(m->id, changes, stamp);
+    const bool lazy = (m->valid & PFS_SET_LAZY) && !(m->valid & PFS_SET_SIZE);
+    auto out = lazy ? setattr_lazily(m->id, changes, stamp) : ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
-    if ((m->valid & PFS_SET_LAZY) && !(m->valid & PFS_SET_SIZE))
-        co_return finish_lazily(ok_with(pfs_x_attr, to_wire(out->attr)));
+    if (lazy) co_return finish_lazily(ok_with(pfs_x_attr, to_wire(out->attr)));
     co_return co_await finish(ok_with(pfs_x_attr, to_wire(out->attr)));
 }
 

@@ -259,11 +259,12 @@ private:
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
     awaitable<Reply> finish(Result<Reply> reply, std::vector<FreedFile> freed);
     // The reply before the journal has the change on disk (PFS_SET_LAZY):
-    // it is applied, and its record is already on its way (the journal
-    // flushes whatever is submitted); a failure to write it stops the
-    // server as for any other.
+    // it is applied, and its record, lazy (setattr_lazily), goes with the
+    // journal's next batch (durable_later); a failure to write it stops
+    // the server as for any other.
     Reply finish_lazily(Result<Reply> reply);
-    // The journal written out, without waiting for it.
+    Result<Outcome> setattr_lazily(const pfs_entry_id& id, const AttrChanges& changes, Timespec stamp);
+    // The journal written out within kLazyDurable, without waiting for it.
     void durable_later();
     // InlineFiles's recorder (ChunkRecorder).
     Result<pfs_attr> inline_written(const Request& req, const pfs_entry_id& file, uint64_t end);
@@ -317,6 +318,9 @@ private:
     std::chrono::steady_clock::time_point capacity_asked_{};
     Namespace* ns_ = nullptr;
     Durable durable_;
+    // How long a lazy record may wait for a change that must be durable.
+    static constexpr std::chrono::milliseconds kLazyDurable{100};
+    std::shared_ptr<bool> durable_due_ = std::make_shared<bool>(false);  // durable_later's sync is on its way
     std::optional<Error> stopped_;
     Sessions sessions_;
     // Opens of requests without a client id (no session), per file: a

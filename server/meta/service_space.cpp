@@ -54,7 +54,7 @@ Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id&
     AttrChanges changes;
     changes.mtime = stamp;
     if (end > current->size) changes.size = end;
-    auto out = ns_->setattr(file, changes, stamp);
+    auto out = setattr_lazily(file, changes, stamp);
     if (!out) return out.error();
     changed(req, std::span<const pfs_entry_id>(&file, 1));
     durable_later();
@@ -64,6 +64,8 @@ Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id&
 awaitable<void> Service::stop_cleanly() {
     co_await reaper_.flush();
     co_await inline_.stop_cleanly();
+    // Lazy records too.
+    if (durable_) co_await durable_();
 }
 
 awaitable<Status> Service::truncate_chunks(const pfs_entry_id& file, uint64_t size) {

@@ -345,6 +345,32 @@ TEST_CASE("an fsync'd inline file survives kill -9 of its metadata server", "[sy
     REQUIRE(ok);
 }
 
+TEST_CASE("an inline file written and closed, not synced, keeps its size across a clean stop of its metadata server",
+          "[system]") {
+    Setup s;
+    const Bytes data = pattern_bytes(9000, 11);
+
+    bool ok = test::run(s.io, [&]() -> awaitable<void> {
+        const bool ready = co_await s.ready("/");
+        REQUIRE(ready);
+        auto file = co_await written(s.fs, "/f", data);
+        REQUIRE(file);
+        REQUIRE_OK(co_await s.fs.close(*file));
+        // The size the write recorded is journaled lazily: SIGTERM at once,
+        // before anything else would have written it.
+        s.tc.daemon("m1").kill(SIGTERM);
+        s.tc.daemon("m1").start();
+        const bool back = co_await test::wait_ready(s.io, s.cluster, s.fs, 2);
+        REQUIRE(back);
+        auto seen = co_await read_path(s.fs, "/f", data.size() + 100);
+        REQUIRE(seen);
+        CHECK(*seen == data);
+        s.close();
+    });
+    INFO(s.tc.logs());
+    REQUIRE(ok);
+}
+
 TEST_CASE("a client that does not follow inline layouts is never given one", "[system]") {
     ClientConfig plain = test::short_timeouts();
     plain.inline_layouts = false;

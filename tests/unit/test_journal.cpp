@@ -131,6 +131,36 @@ TEST_CASE("journal: records come back after a reopen, and appends go on after th
     CHECK(again.is_first(120));
 }
 
+TEST_CASE("journal: a lazy record starts no batch; the next record that must be durable takes it along",
+          "[journal]") {
+    Env env;
+    auto j = env.create(env.path);
+    env.append(*j, 1, 1);
+    const uint64_t batches = j->stats().batches;
+    auto lazy = j->submit(payload(2), true);
+    REQUIRE(lazy);
+    // The loop runs dry with nothing written: no batch was started for it.
+    env.io.restart();
+    env.io.run();
+    CHECK(j->stats().batches == batches);
+    CHECK(j->durable_seq() == 1);
+    // A record that must be durable: one batch, both records.
+    env.append(*j, 3, 3);
+    CHECK(j->stats().batches == batches + 1);
+    CHECK(j->durable_seq() == 3);
+    // A wait on a lazy record alone flushes it.
+    auto alone = j->submit(payload(4), true);
+    REQUIRE(alone);
+    run_coro(env.io, [&]() -> awaitable<void> { REQUIRE(co_await j->wait(*alone)); });
+    CHECK(j->stats().batches == batches + 2);
+    j.reset();
+    Replayed got;
+    REQUIRE(env.open(env.path, got));
+    REQUIRE(got.payloads.size() == 4);
+    CHECK(got.payloads[1] == payload(2));
+    CHECK(got.payloads[3] == payload(4));
+}
+
 TEST_CASE("journal: concurrent appends share fdatasyncs", "[journal]") {
     Env env;
     auto j = env.create(env.path);
