@@ -188,6 +188,14 @@ public:
                            const pfs_entry_id& dst_dir, std::string_view dst_name, uint32_t flags,
                            Timespec now);
     Result<Outcome> setattr(const pfs_entry_id& id, const AttrChanges& changes, Timespec now);
+    // setattr, lazy: a size and mtime that a write or close(2) made, which
+    // promise no durability (fsync does).
+    Result<Outcome> setattr_lazily(const pfs_entry_id& id, const AttrChanges& changes, Timespec now) {
+        lazy_ = true;
+        auto out = setattr(id, changes, now);
+        lazy_ = false;
+        return out;
+    }
     // flags: kXattrCreate, kXattrReplace.
     Status set_xattr(const pfs_entry_id& id, std::string_view name, std::string_view value, uint32_t flags,
                      Timespec now);
@@ -275,21 +283,10 @@ public:
     Result<Outcome> apply(const Op& op);
     // Called after every successful apply(), with the op.
     void set_observer(std::function<void(const Op&)> observer) { observer_ = std::move(observer); }
-    // Whether the op being applied need not be durable soon (LazyOps): the
-    // observer may let its record wait for one that must be.
+    // Whether the op being applied need not be durable soon
+    // (setattr_lazily): the observer may let its record wait for one that
+    // must be.
     bool applying_lazily() const { return lazy_; }
-    // While one lives, the ops applied are lazy: a size and mtime that a
-    // write or close(2) made, which promise no durability (fsync does).
-    class LazyOps {
-    public:
-        explicit LazyOps(Namespace& ns) : ns_(ns) { ns_.lazy_ = true; }
-        ~LazyOps() { ns_.lazy_ = false; }
-        LazyOps(const LazyOps&) = delete;
-        LazyOps& operator=(const LazyOps&) = delete;
-
-    private:
-        Namespace& ns_;
-    };
 
     // The whole namespace (open counts aside), deterministic: two namespaces
     // with the same history give the same bytes. Written as a sequence of

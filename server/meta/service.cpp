@@ -171,11 +171,6 @@ Reply Service::finish_lazily(Result<Reply> reply) {
     return std::move(*reply);
 }
 
-Result<Outcome> Service::setattr_lazily(const pfs_entry_id& id, const AttrChanges& changes, Timespec stamp) {
-    Namespace::LazyOps lazy(*ns_);
-    return ns_->setattr(id, changes, stamp);
-}
-
 // Lazy records wait in the journal's next batch: the first change that
 // must be durable takes them along (the next create of a job writing small
 // files), else this does, kLazyDurable later, which also notices a journal
@@ -616,7 +611,7 @@ awaitable<Reply> Service::on_setattr(Request& req) {
         if (auto st = co_await truncate_chunks(m->id, m->size); !st) co_return Reply::from(st.error());
     }
     const bool lazy = (m->valid & PFS_SET_LAZY) && !(m->valid & PFS_SET_SIZE);
-    auto out = lazy ? setattr_lazily(m->id, changes, stamp) : ns_->setattr(m->id, changes, stamp);
+    auto out = lazy ? ns_->setattr_lazily(m->id, changes, stamp) : ns_->setattr(m->id, changes, stamp);
     if (!out) co_return Reply::from(out.error());
     changed(req, std::span<const pfs_entry_id>(&m->id, 1));
     if (lazy) co_return finish_lazily(ok_with(pfs_x_attr, to_wire(out->attr)));

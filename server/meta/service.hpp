@@ -259,11 +259,10 @@ private:
     awaitable<Reply> finish(Result<Reply> reply, std::optional<FreedFile> freed = {});
     awaitable<Reply> finish(Result<Reply> reply, std::vector<FreedFile> freed);
     // The reply before the journal has the change on disk (PFS_SET_LAZY):
-    // it is applied, and its record, lazy (setattr_lazily), goes with the
+    // it is applied, and its record, lazy (Namespace::setattr_lazily), goes with the
     // journal's next batch (durable_later); a failure to write it stops
     // the server as for any other.
     Reply finish_lazily(Result<Reply> reply);
-    Result<Outcome> setattr_lazily(const pfs_entry_id& id, const AttrChanges& changes, Timespec stamp);
     // The journal written out within kLazyDurable, without waiting for it.
     void durable_later();
     // InlineFiles's recorder (ChunkRecorder).

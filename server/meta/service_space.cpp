@@ -54,7 +54,7 @@ Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id&
     AttrChanges changes;
     changes.mtime = stamp;
     if (end > current->size) changes.size = end;
-    auto out = setattr_lazily(file, changes, stamp);
+    auto out = ns_->setattr_lazily(file, changes, stamp);
     if (!out) return out.error();
     changed(req, std::span<const pfs_entry_id>(&file, 1));
     durable_later();
