@@ -171,6 +171,17 @@ Reply Service::finish_lazily(Result<Reply> reply) {
     return std::move(*reply);
 }
 
+Reply Service::finish_early(Reply reply, std::optional<FreedFile> freed) {
+    ++early_in_flight_;
+    asio::co_spawn(ex_, settle_early(std::move(freed)), asio::detached);
+    return reply;
+}
+
+awaitable<void> Service::settle_early(std::optional<FreedFile> freed) {
+    (void)co_await finish(Reply::ok(), std::move(freed));
+    --early_in_flight_;
+}
+
 // Lazy records wait in the journal's next batch: the first change that
 // must be durable takes them along (the next create of a job writing small
 // files), else this does, kLazyDurable later, which also notices a journal
@@ -509,7 +520,7 @@ awaitable<Reply> Service::on_unlink(Request& req) {
     const pfs_entry_id ids[] = {m->dir, out->attr.id};
     changed(req, ids);
     if (out->attr.nlink == 0) callbacks_.forget(out->attr.id);
-    co_return co_await finish(Reply::ok(), out->freed);
+    co_return finish_early(Reply::ok(), std::move(out->freed));
 }
 
 awaitable<Reply> Service::on_rmdir(Request& req) {

@@ -263,6 +263,13 @@ private:
     // journal's next batch (durable_later); a failure to write it stops
     // the server as for any other.
     Reply finish_lazily(Result<Reply> reply);
+    // The reply before the change is on disk, its record already on its
+    // way there (unlink(2) promises no durability: fsync of the directory
+    // does, see pfs.ko's dir fsync): a client waits for no sync of its own.
+    // What the change freed goes only once its record is durable, so a
+    // crash before then brings the name back whole, data and all.
+    Reply finish_early(Reply reply, std::optional<FreedFile> freed);
+    awaitable<void> settle_early(std::optional<FreedFile> freed);
     // The journal written out within kLazyDurable, without waiting for it.
     void durable_later();
     // InlineFiles's recorder (ChunkRecorder).
@@ -319,6 +326,7 @@ private:
     Durable durable_;
     // How long a lazy record may wait for a change that must be durable.
     static constexpr std::chrono::milliseconds kLazyDurable{100};
+    size_t early_in_flight_ = 0;  // changes answered early (finish_early) whose frees are still to go
     std::shared_ptr<bool> durable_due_ = std::make_shared<bool>(false);  // durable_later's sync is on its way
     std::optional<Error> stopped_;
     Sessions sessions_;

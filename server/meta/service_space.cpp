@@ -62,6 +62,10 @@ Result<pfs_attr> Service::inline_written(const Request& req, const pfs_entry_id&
 }
 
 awaitable<void> Service::stop_cleanly() {
+    // Unlinks answered early free their files once durable: those first,
+    // so that what they free reaches the reaper before its last flush.
+    if (durable_) co_await durable_();
+    while (early_in_flight_) co_await asio::post(ex_, asio::use_awaitable);
     co_await reaper_.flush();
     co_await inline_.stop_cleanly();
     // Lazy records too.

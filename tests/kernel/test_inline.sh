@@ -242,6 +242,24 @@ step "pfs-fsx from both mounts on a file that moves out (fixed seed)"
 	$M1/in/fsx2 $M2/in/fsx2 || fail "pfs-fsx found a difference on a file that moved out"
 pfs_ctl entry info /in/fsx2 | grep -q "Data: *inline" && fail "fsx2 is still inline after pfs-fsx"
 
+step "rm, then fsync of the directory: none of it comes back after kill -9 of pfs-meta"
+# An unlink is answered before its journal record is on disk; fsync of the
+# directory waits for it (and frees the files' inline data).
+mkdir $M1/in/gone
+for i in $(seq 8); do head -c 5000 /dev/urandom > $M1/in/gone/g$i; done
+sync
+rm $M1/in/gone/g*
+python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' $M1/in/gone ||
+	fail "fsync of a directory failed"
+kill -KILL "$(cat "$PFS_CLUSTER_DIR/run/meta1.pid")"
+wait_until "pfs-meta gone" eval '! pfs_running "$(cat "$PFS_CLUSTER_DIR/run/meta1.pid")"'
+pfs_start_daemon meta1 server/meta/pfs-meta
+wait_until "pfs-meta serving the namespace again" eval 'pfs_ctl stat /in/gone > /dev/null 2>&1'
+for i in $(seq 8); do
+	pfs_ctl stat /in/gone/g$i > /dev/null 2>&1 && fail "gone/g$i came back after the kill"
+done
+[ -z "$(ls $M2/in/gone)" ] || fail "the other mount lists $(ls $M2/in/gone) after the kill"
+
 umount_pfs $M2
 umount_pfs $M1
 unload_module
