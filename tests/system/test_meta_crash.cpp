@@ -40,6 +40,16 @@ ClientConfig impatient_client() {
     return cfg;
 }
 
+// dir's listing once the restarted server answers (15 s at most).
+awaitable<Result<std::vector<Entry>>> listing_once_back(asio::io_context& io, FileSystem& fs, const std::string& dir) {
+    Result<std::vector<Entry>> listing = Error{};
+    for (int i = 0; i < 300 && !listing; ++i) {
+        co_await pause(io, 50ms);
+        listing = co_await fs.readdir(dir);
+    }
+    co_return listing;
+}
+
 }  // namespace
 
 TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create and rename", "[system]") {
@@ -86,11 +96,7 @@ TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create
         (void)co_await gather(std::move(tasks));
         tc.daemon("m1").start();
 
-        Result<std::vector<Entry>> listing = Error{};
-        for (int i = 0; i < 300 && !listing; ++i) {
-            co_await pause(io, 50ms);
-            listing = co_await fs.readdir("/crash");
-        }
+        auto listing = co_await listing_once_back(io, fs, "/crash");
         REQUIRE_OK(listing);
         std::set<std::string> present;
         for (const auto& e : *listing)
@@ -219,11 +225,7 @@ TEST_CASE("an unlink answered before it is durable comes back whole or not at al
         tc.daemon("m1").kill(SIGKILL);
         tc.daemon("m1").start();
 
-        Result<std::vector<Entry>> listing = Error{};
-        for (int i = 0; i < 300 && !listing; ++i) {
-            co_await pause(io, 50ms);
-            listing = co_await fs.readdir("/gone");
-        }
+        auto listing = co_await listing_once_back(io, fs, "/gone");
         REQUIRE_OK(listing);
         int back = 0;
         for (int i = 0; i < kFiles; ++i) {
