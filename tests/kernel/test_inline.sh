@@ -259,6 +259,11 @@ for i in $(seq 8); do
 	pfs_ctl stat /in/gone/g$i > /dev/null 2>&1 && fail "gone/g$i came back after the kill"
 done
 [ -z "$(ls $M2/in/gone)" ] || fail "the other mount lists $(ls $M2/in/gone) after the kill"
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.rmdir(sys.argv[1])
+os.fsync(fd)' $M1/in/gone || fail "fsync of a directory removed while open failed"
 
 umount_pfs $M2
 umount_pfs $M1
