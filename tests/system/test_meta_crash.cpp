@@ -50,15 +50,21 @@ awaitable<Result<std::vector<Entry>>> listing_once_back(asio::io_context& io, Fi
     co_return listing;
 }
 
-}  // namespace
-
-TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create and rename", "[system]") {
+// The cluster above and a client of it, for each test.
+struct MetaCrash {
     TestCluster tc;
-    start_cluster(tc);
+    struct Up {
+        explicit Up(TestCluster& tc) { start_cluster(tc); }
+    } up{tc};  // before the client: it asks mgmtd at once
     asio::io_context io;
     const ClientConfig cfg = impatient_client();
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    FileSystem fs(cluster, FileSystemOptions{0ms});
+    Cluster cluster{io.get_executor(), tc.mgmtd(), tc.secret(), cfg};
+    FileSystem fs{cluster, FileSystemOptions{0ms}};
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(MetaCrash, "a metadata server killed mid-workload keeps every acknowledged create and rename", "[system]") {
     Acked acked;
     constexpr int workers = 8;
 
@@ -127,14 +133,8 @@ TEST_CASE("a metadata server killed mid-workload keeps every acknowledged create
 // size at once; an fsync, even of a handle that wrote nothing, is answered
 // only once every report before it is durable, so a kill -9 right after it
 // loses none of them.
-TEST_CASE("sizes reported at close are seen at once and durable after an fsync", "[system]") {
-    TestCluster tc;
-    start_cluster(tc);
-    asio::io_context io;
-    const ClientConfig cfg = impatient_client();
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
+TEST_CASE_METHOD(MetaCrash, "sizes reported at close are seen at once and durable after an fsync", "[system]") {
     Cluster other_cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    FileSystem fs(cluster, FileSystemOptions{0ms});
     FileSystem other(other_cluster, FileSystemOptions{0ms});
     constexpr int kFiles = 40;
     const bool read_only = GENERATE(false, true);
@@ -193,14 +193,9 @@ TEST_CASE("sizes reported at close are seen at once and durable after an fsync",
 // what an unlink frees is deleted only once its record is durable. An
 // unlink before the directory's fsync (pfs.ko sends the SETATTR below,
 // a size report with nothing new) never comes back.
-TEST_CASE("an unlink answered before it is durable comes back whole or not at all, and not after fsync of its directory",
-          "[system]") {
-    TestCluster tc;
-    start_cluster(tc);
-    asio::io_context io;
-    const ClientConfig cfg = impatient_client();
-    Cluster cluster(io.get_executor(), tc.mgmtd(), tc.secret(), cfg);
-    FileSystem fs(cluster, FileSystemOptions{0ms});
+TEST_CASE_METHOD(MetaCrash,
+                 "an unlink answered before it is durable comes back whole or not at all, and not after fsync of its directory",
+                 "[system]") {
     constexpr int kFiles = 60, kSynced = 20;
     auto content = [](int i) { return Bytes(3000 + static_cast<size_t>(i), static_cast<uint8_t>(i + 1)); };
     auto path = [](int i) { return "/gone/f" + std::to_string(i); };
