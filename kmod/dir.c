@@ -197,41 +197,20 @@ static int pfs_readdir(struct file *file, struct dir_context *ctx)
  * before is durable. A size report with nothing new does that and changes
  * nothing.
  */
-static int pfs_names_sync(struct super_block *sb,
-			  const struct pfs_entry_id *id)
-{
-	struct pfs_setattr req = {
-		.id = *id,
-		.valid = PFS_SET_SIZE_EXTEND,
-	};
-	struct pfs_attr attr;
-	u32 len = 0;
-	void *buf;
-	int rc;
-
-	buf = pfs_encode(pfs_x_setattr, &req, &len);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	rc = pfs_meta_attr_call(sb, id, PFS_MSG_SETATTR, buf, len, &attr,
-				NULL);
-	kfree(buf);
-	return rc;
-}
-
 static int pfs_dir_fsync(struct file *file, loff_t start, loff_t end,
 			 int datasync)
 {
 	struct inode *dir = file_inode(file);
-	struct pfs_entry_id shard;
+	struct pfs_setattr req = { .valid = PFS_SET_SIZE_EXTEND };
+	const struct pfs_entry_id *shards;
 	u32 count, i;
 	int rc;
 
-	rc = pfs_dir_shard_count(dir, &count);
+	rc = pfs_dir_shard_ids(dir, &shards, &count);
 	for (i = 0; !rc && i < count; i++) {
-		rc = pfs_cookie_dir(dir, (u64)i << PFS_COOKIE_SHARD_SHIFT,
-				    &shard);
-		if (!rc)
-			rc = pfs_names_sync(dir->i_sb, &shard);
+		req.id = shards[i];
+		rc = pfs_meta_simple(dir->i_sb, &req.id, PFS_MSG_SETATTR,
+				     pfs_x_setattr, &req);
 	}
 	/*
 	 * A directory removed meanwhile has nothing left to make durable:

@@ -459,8 +459,12 @@ int pfs_attr_check(u16 type, const struct pfs_attr *attr);
 int pfs_name_dir(struct inode *dir, const struct qstr *name,
 		 struct pfs_entry_id *out);
 int pfs_cookie_dir(struct inode *dir, u64 cookie, struct pfs_entry_id *out);
-/* How many shards dir has (1 unless striped): pfs_cookie_dir's shards. */
-int pfs_dir_shard_count(struct inode *dir, u32 *count);
+/*
+ * Every shard of dir, the directory itself first (dir alone unless it is
+ * striped): valid while dir is.
+ */
+int pfs_dir_shard_ids(struct inode *dir, const struct pfs_entry_id **ids,
+		      u32 *count);
 
 /* inode.c */
 extern struct kmem_cache *pfs_inode_cachep;

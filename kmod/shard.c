@@ -110,16 +110,19 @@ int pfs_cookie_dir(struct inode *dir, u64 cookie, struct pfs_entry_id *out)
 	return 0;
 }
 
-int pfs_dir_shard_count(struct inode *dir, u32 *count)
+int pfs_dir_shard_ids(struct inode *dir, const struct pfs_entry_id **ids,
+		      u32 *count)
 {
 	const struct pfs_dir_shards *s;
 
+	*ids = &PFS_I(dir)->id;
 	*count = 1;
 	if (!test_bit(PFS_INO_STRIPED, &PFS_I(dir)->flags))
 		return 0;
 	s = pfs_shards(dir);
 	if (IS_ERR(s))
 		return PTR_ERR(s);
+	*ids = s->ids;
 	*count = s->count;
 	return 0;
 }

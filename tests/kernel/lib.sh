@@ -23,7 +23,7 @@
 #   wait_exit PID SECONDS        a background job's status; 124 and its
 #                                threads' kernel stacks if it runs on
 #   show_threads PID             what each thread of PID waits for (stderr)
-#   fail MESSAGE; step MESSAGE
+#   fail MESSAGE; step MESSAGE; fsync_path PATH
 #   holder_start NAME; holder NAME COMMAND...; holder_send NAME COMMAND...
 #                                files held open and locked (holder.py)
 set -euo pipefail
@@ -46,6 +46,8 @@ fail() {
 
 # Progress line with the guest's uptime: shows where the (slow) time goes.
 step() { echo "== [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
+# fsync(2) of a file or directory (coreutils' sync opens directories for writing).
+fsync_path() { python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' "$1"; }
 
 # wait_until DESCRIPTION COMMAND...: polls until COMMAND succeeds, at most
 # PFS_WAIT seconds.

@@ -249,7 +249,7 @@ mkdir $M1/in/gone
 for i in $(seq 8); do head -c 5000 /dev/urandom > $M1/in/gone/g$i; done
 sync
 rm $M1/in/gone/g*
-python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' $M1/in/gone ||
+fsync_path $M1/in/gone ||
 	fail "fsync of a directory failed"
 kill -KILL "$(cat "$PFS_CLUSTER_DIR/run/meta1.pid")"
 wait_until "pfs-meta gone" eval '! pfs_running "$(cat "$PFS_CLUSTER_DIR/run/meta1.pid")"'

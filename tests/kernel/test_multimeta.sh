@@ -167,7 +167,7 @@ nodes = [n for n in json.load(sys.stdin)["nodes"] if n["type"] == "meta"]
 print(" ".join(str(n["requests_by_type"].get("SETATTR", 0)) for n in sorted(nodes, key=lambda n: n["alias"])))'
 }
 read -r m1_before m2_before <<< "$(setattrs)"
-python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' "$MNT/flat" ||
+fsync_path "$MNT/flat" ||
 	fail "fsync of the striped directory failed"
 read -r m1_after m2_after <<< "$(setattrs)"
 [ "$m1_after" -gt "$m1_before" ] && [ "$m2_after" -gt "$m2_before" ] ||
