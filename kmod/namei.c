@@ -298,6 +298,9 @@ static struct inode *pfs_new_inode(struct inode *dir,
 	}
 	if (ours && S_ISREG(inode->i_mode) && !is_sxid(inode->i_mode))
 		inode_set_flags(inode, S_NOSEC, S_NOSEC);
+	/* A create is answered before it is durable: fsync waits for it. */
+	if (ours && S_ISREG(inode->i_mode))
+		set_bit(PFS_INO_SIZE_LAZY, &PFS_I(inode)->flags);
 	return inode;
 }
 

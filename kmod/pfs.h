@@ -236,8 +236,9 @@ enum {
 	 */
 	PFS_INO_SECURITY_SET,
 	/*
-	 * a size report went out PFS_SET_LAZY (close): the server may not
-	 * have it on disk yet, and the next fsync reports again
+	 * a size report went out PFS_SET_LAZY (close), or this client made
+	 * the file (CREATE is answered before it is durable): the server may
+	 * not have it on disk yet, and the next fsync reports again
 	 */
 	PFS_INO_SIZE_LAZY,
 	/* directories: striped over metadata servers (PFS_ATTR_STRIPED) */

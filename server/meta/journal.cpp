@@ -199,6 +199,7 @@ struct Journal::Batch {
     std::shared_ptr<File> file;
     uint64_t offset;             // where bytes go in file
     std::vector<uint8_t> bytes;  // the records, back to back
+    size_t written_out = 0;      // of bytes, how many write_out() put in the file
     uint64_t first_seq;
     uint64_t last_seq;
     std::optional<Status> outcome;
@@ -321,6 +322,28 @@ awaitable<Status> Journal::wait(uint64_t seq) {
         co_await batch->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     co_return *batch->outcome;
+}
+
+bool Journal::write_out() {
+    if (failed_) return false;
+    // Records behind a hole would be cut off with it at recovery: each
+    // batch in order, the one being flushed first (its write may not have
+    // reached the file yet; the same bytes twice do no harm).
+    auto out = [](Batch& batch) {
+        const File& file = *batch.file;
+        if (batch.offset + batch.bytes.size() > file.zeroed) return false;
+        while (batch.written_out < batch.bytes.size()) {
+            const size_t at = batch.written_out;
+            ssize_t n = ::pwrite(file.fd.get(), batch.bytes.data() + at, batch.bytes.size() - at,
+                                 static_cast<off_t>(batch.offset + at));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            batch.written_out += static_cast<size_t>(n);
+        }
+        return true;
+    };
+    if (flushing_ && !out(*flushing_)) return false;
+    return std::all_of(pending_.begin(), pending_.end(), [&](const auto& batch) { return out(*batch); });
 }
 
 awaitable<Status> Journal::append(std::span<const uint8_t> payload) {

@@ -106,6 +106,14 @@ public:
     Result<uint64_t> submit(std::span<const uint8_t> payload, bool lazy = false);
     // Returns once record seq is durable, or with the error that lost it.
     awaitable<Status> wait(uint64_t seq);
+    // Writes every record submitted so far into the file now (pwrite on
+    // this thread, into the page cache), ahead of its batch's sync: a crash
+    // of the process alone then loses none of them; a crash of the machine
+    // may lose those not yet durable. False, having written what it could
+    // in order, where a record lies past the zeros written ahead of its
+    // file (that space is its batch's flush's to write: see flush()), or a
+    // write fails (the flush reports it).
+    bool write_out();
     // submit + wait.
     awaitable<Status> append(std::span<const uint8_t> payload);
     // Waits until every record submitted so far is durable.

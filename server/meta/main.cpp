@@ -110,7 +110,7 @@ struct MetaServer {
             auto st = co_await store->sync();
             if (!st) fail_stop(io, st.error());
             co_return st;
-        });
+        }, [this] { return store->write_out(); });
         log::info("namespace ready", {{"node_id", node_id}, {"seq", store->last_seq()},
                                       {"inodes", store->ns().counts().inodes}});
         co_await service->purge_orphans();

@@ -430,6 +430,8 @@ awaitable<Status> MetaStore::sync() {
     co_return co_await journal_->sync();  // touches nothing of ours after it: we may be gone
 }
 
+bool MetaStore::write_out() { return !failure() && journal_->write_out(); }
+
 awaitable<Result<Outcome>> MetaStore::commit(Op op) {
     auto done = ns_.apply(op);
     if (!done) co_return done.error();

@@ -25,6 +25,9 @@
 // acknowledged state) leaves before it is. A crash loses only unacknowledged
 // ops; those may or may not survive, as with any file system. Other clients
 // may read the effect of an op in the short window before it is durable.
+// The exceptions are the service's (finish_early, finish_written: ops
+// POSIX makes durable only at an fsync); write_out() is what lets a create
+// be answered before its sync yet survive a crash of the process.
 //
 // Fail-stop: once an op cannot be journaled (a failed write or sync, see
 // Journal), the namespace in memory is ahead of the disk for good; every
@@ -72,6 +75,9 @@ public:
 
     // Returns once every op applied so far is durable.
     awaitable<Status> sync();
+    // Every op applied so far written into the journal's file (in the page
+    // cache, not yet durable: Journal::write_out); false if not all could be.
+    bool write_out();
     // Applies a planned op and returns once it is durable. (Pass a named
     // Op: GCC 12 destroys an aggregate temporary in a co_await expression
     // twice, as in co_await commit(MkdirOp{...}).)

@@ -48,10 +48,11 @@ Service::Service(asio::any_io_executor ex, RpcServer& server, client::Cluster& c
       placement_(placement),
       policy_(std::move(policy)) {}
 
-void Service::attach(Namespace& ns, Durable durable) {
+void Service::attach(Namespace& ns, Durable durable, WrittenOut written_out) {
     ns_ = &ns;
     blocks_.attach(ns);
     durable_ = std::move(durable);
+    written_out_ = std::move(written_out);
     inline_.attach(ns, durable_);
     // Gone from every target: out of the durable set (journaled with the
     // next batch; were it lost, the chunks would only be deleted again).
@@ -180,6 +181,11 @@ Reply Service::finish_early(Reply reply, std::optional<FreedFile> freed) {
 awaitable<void> Service::settle_early(std::optional<FreedFile> freed) {
     (void)co_await finish(Reply::ok(), std::move(freed));
     --early_in_flight_;
+}
+
+awaitable<Reply> Service::finish_written(Result<Reply> reply) {
+    if (reply && written_out_ && written_out_()) co_return finish_early(std::move(*reply), std::nullopt);
+    co_return co_await finish(std::move(reply));
 }
 
 // Lazy records wait in the journal's next batch: the first change that
@@ -411,7 +417,7 @@ awaitable<Reply> Service::create_file(Request& req, const pfs_create& m, const C
     if (m.flags & PFS_CREATE_OPEN) {
         if (auto st = open_for(req.frame.header.client_id, created->attr.id); !st) co_return Reply::from(st.error());
     }
-    Reply reply = co_await finish(attr_and_layout(created->attr, layout));
+    Reply reply = co_await finish_written(attr_and_layout(created->attr, layout));
     if (m.flags & PFS_CREATE_FIND) co_return said_made(std::move(reply), created->created);
     co_return reply;
 }

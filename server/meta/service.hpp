@@ -46,6 +46,9 @@ class Service {
 public:
     // Waits until every op applied so far is durable.
     using Durable = std::function<awaitable<Status>()>;
+    // Writes every op applied so far into the journal's file without
+    // waiting for its sync; false where it could not (MetaStore::write_out).
+    using WrittenOut = std::function<bool()>;
 
     static constexpr std::chrono::milliseconds kDefaultSessionTimeout{30000};
 
@@ -55,7 +58,7 @@ public:
 
     // Handlers answer -EAGAIN until the namespace is attached (after the
     // node is registered and its store recovered).
-    void attach(Namespace& ns, Durable durable);
+    void attach(Namespace& ns, Durable durable, WrittenOut written_out = {});
     // The namespace can no longer be made durable: every request from now
     // on is answered EIO, none from the namespace in memory.
     void fail_stop(const Error& why) { stopped_ = why; }
@@ -270,6 +273,12 @@ private:
     // crash before then brings the name back whole, data and all.
     Reply finish_early(Reply reply, std::optional<FreedFile> freed);
     awaitable<void> settle_early(std::optional<FreedFile> freed);
+    // The reply once the change's record is written into the journal's
+    // file, before its sync (a create: POSIX makes it durable only at an
+    // fsync of the file or its directory, both of which wait for it): a
+    // crash of pfs-meta alone loses none of it, a crash of the machine
+    // may. As finish where the record cannot be written out so.
+    awaitable<Reply> finish_written(Result<Reply> reply);
     // The journal written out within kLazyDurable, without waiting for it.
     void durable_later();
     // InlineFiles's recorder (ChunkRecorder).
@@ -324,6 +333,7 @@ private:
     std::chrono::steady_clock::time_point capacity_asked_{};
     Namespace* ns_ = nullptr;
     Durable durable_;
+    WrittenOut written_out_;
     // How long a lazy record may wait for a change that must be durable.
     static constexpr std::chrono::milliseconds kLazyDurable{100};
     size_t early_in_flight_ = 0;  // changes answered early (finish_early) whose frees are still to go

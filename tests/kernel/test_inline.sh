@@ -242,6 +242,20 @@ step "pfs-fsx from both mounts on a file that moves out (fixed seed)"
 	$M1/in/fsx2 $M2/in/fsx2 || fail "pfs-fsx found a difference on a file that moved out"
 pfs_ctl entry info /in/fsx2 | grep -q "Data: *inline" && fail "fsx2 is still inline after pfs-fsx"
 
+step "fsync of a file just made asks its server once, even with nothing written"
+# A create is answered before its record is durable: the first fsync of
+# the new file waits for it (a SETATTR), a second has nothing to wait for.
+before=$(meta_requests SETATTR)
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+os.fsync(fd)' $M1/in/made || fail "fsync of a file just made failed"
+once=$(meta_requests SETATTR)
+fsync_path $M1/in/made || fail "a second fsync of the file just made failed"
+twice=$(meta_requests SETATTR)
+[ "$once" -eq $((before + 1)) ] && [ "$twice" -eq "$once" ] ||
+	fail "fsync of a file just made: SETATTRs $before -> $once -> $twice"
+
 step "rm, then fsync of the directory: none of it comes back after kill -9 of pfs-meta"
 # An unlink is answered before its journal record is on disk; fsync of the
 # directory waits for it (and frees the files' inline data).

@@ -160,16 +160,10 @@ mv "$MNT/flat/m1" "$MNT/here/m1"
 mv "$MNT/here/m1" "$MNT/flat/back"
 [ "$(cat "$MNT/flat/back")" = 1 ] || fail "a file moved out and back reads $(cat "$MNT/flat/back")"
 # fsync of the striped directory asks each of its servers (a SETATTR each).
-setattrs() {
-	pfs_ctl --json stats server --by-type --interval 0.1 | python3 -c '
-import json, sys
-nodes = [n for n in json.load(sys.stdin)["nodes"] if n["type"] == "meta"]
-print(" ".join(str(n["requests_by_type"].get("SETATTR", 0)) for n in sorted(nodes, key=lambda n: n["alias"])))'
-}
-read -r m1_before m2_before <<< "$(setattrs)"
+read -r m1_before m2_before <<< "$(meta_requests SETATTR)"
 fsync_path "$MNT/flat" ||
 	fail "fsync of the striped directory failed"
-read -r m1_after m2_after <<< "$(setattrs)"
+read -r m1_after m2_after <<< "$(meta_requests SETATTR)"
 [ "$m1_after" -gt "$m1_before" ] && [ "$m2_after" -gt "$m2_before" ] ||
 	fail "fsync of the striped directory: SETATTRs $m1_before -> $m1_after and $m2_before -> $m2_after"
 if rmdir "$MNT/flat" 2> /tmp/err; then fail "rmdir of a non-empty striped directory succeeded"; fi

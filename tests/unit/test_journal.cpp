@@ -161,6 +161,37 @@ TEST_CASE("journal: a lazy record starts no batch; the next record that must be 
     CHECK(got.payloads[3] == payload(4));
 }
 
+TEST_CASE("journal: write_out puts records in the file ahead of their batch, never past the zeros ahead",
+          "[journal]") {
+    Env env;
+    auto j = env.create(env.path);
+    // A new file has no zeros ahead yet: its first batch writes them.
+    REQUIRE(j->submit(payload(1)));
+    CHECK_FALSE(j->write_out());
+    run_coro(env.io, [&]() -> awaitable<void> { REQUIRE(co_await j->sync()); });
+    // The loop does not run: no batch writes these two, write_out does.
+    REQUIRE(j->submit(payload(2)));
+    REQUIRE(j->submit(payload(3), true));
+    CHECK(j->write_out());
+    CHECK(j->durable_seq() == 1);
+    {
+        Replayed got;
+        auto seen = env.open(env.path, got);
+        REQUIRE(seen);
+        CHECK(got.is_first(3));
+    }
+    // A record that reaches past the zeros is its batch's to write.
+    REQUIRE(j->submit(Bytes(kJournalZeroAhead, 0x5a)));
+    CHECK_FALSE(j->write_out());
+    // Its batch writes all of them once the loop runs.
+    run_coro(env.io, [&]() -> awaitable<void> { REQUIRE(co_await j->sync()); });
+    CHECK(j->durable_seq() == 4);
+    j.reset();
+    Replayed got;
+    REQUIRE(env.open(env.path, got));
+    CHECK(got.payloads.size() == 4);
+}
+
 TEST_CASE("journal: concurrent appends share fdatasyncs", "[journal]") {
     Env env;
     auto j = env.create(env.path);
