@@ -127,6 +127,8 @@ struct pfs_sb_info {
 	/* lock owners go on the wire hashed under it (lock.c) */
 	siphash_key_t lock_key;
 	struct pfs_resender resend;
+	/* set by pfs_kill_sb: its sync of the file system asks no server */
+	bool unmounting;
 };
 
 static inline struct pfs_sb_info *PFS_SB(const struct super_block *sb)

@@ -239,7 +239,7 @@ static unsigned int pfs_sessions_call_all(struct super_block *sb, u16 type)
 	u32 *ids = NULL;
 	int n, i;
 
-	n = pfs_net_meta_ids(PFS_SB(sb)->net, &ids);
+	n = pfs_net_node_ids(PFS_SB(sb)->net, PFS_NODE_META, &ids);
 	if (n <= 0)
 		return 0;
 	r = kvcalloc(n, sizeof(*r), GFP_KERNEL);

@@ -412,6 +412,85 @@ static int pfs_show_stats(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
+struct pfs_sync_call {
+	u32 node_id;
+	struct pfs_node *node;
+	struct pfs_rpc rpc;
+	int rc;
+};
+
+static void pfs_sync_start(struct pfs_net *net, u32 node_id,
+			   struct pfs_sync_call *c)
+{
+	c->node_id = node_id;
+	c->rpc = (struct pfs_rpc){ .type = PFS_MSG_SYNC_ALL, .reply_max = 64 };
+	c->node = pfs_net_any_node(net, node_id);
+	if (IS_ERR(c->node)) {
+		c->rc = PTR_ERR(c->node);
+		c->node = NULL;
+		return;
+	}
+	c->rc = pfs_rpc_start(c->node, &c->rpc);
+}
+
+static int pfs_sync_finish(struct pfs_sync_call *c)
+{
+	if (c->node && !c->rc)
+		c->rc = pfs_rpc_wait(&c->rpc);
+	pfs_rpc_release(&c->rpc);
+	if (c->node)
+		pfs_node_put(c->node);
+	if (c->rc)
+		pr_warn_ratelimited("syncfs: node %u: %d\n", c->node_id, c->rc);
+	return c->rc;
+}
+
+/*
+ * syncfs(2) and sync(1): the VFS has written the dirty pages out, which
+ * the servers acknowledged from their page caches, and what a metadata
+ * server answered before its journal synced it (creates, unlinks, sizes
+ * reported at close) may not be on disk either. Every server of the map
+ * is asked to make all it acknowledged durable (SYNC_ALL), all at once;
+ * the first error is the answer. Not at umount, which leaves durability
+ * to the servers (as NFS's does): a dead server would hold it up.
+ */
+static int pfs_sync_fs(struct super_block *sb, int wait)
+{
+	struct pfs_sb_info *sbi = PFS_SB(sb);
+	u32 *meta = NULL, *storage = NULL;
+	struct pfs_sync_call *calls;
+	int nmeta, nstorage, i, err, rc = 0;
+
+	if (!wait || !sbi->net || sbi->unmounting)
+		return 0;
+	nmeta = pfs_net_node_ids(sbi->net, PFS_NODE_META, &meta);
+	nstorage = pfs_net_node_ids(sbi->net, PFS_NODE_STORAGE, &storage);
+	if (nmeta < 0 || nstorage < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!nmeta && !nstorage)
+		goto out;
+	calls = kvcalloc(nmeta + nstorage, sizeof(*calls), GFP_KERNEL);
+	if (!calls) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nmeta + nstorage; i++)
+		pfs_sync_start(sbi->net, i < nmeta ? meta[i] : storage[i - nmeta],
+			       &calls[i]);
+	for (i = 0; i < nmeta + nstorage; i++) {
+		err = pfs_sync_finish(&calls[i]);
+		if (err && !rc)
+			rc = err;
+	}
+	kvfree(calls);
+out:
+	kfree(meta);
+	kfree(storage);
+	return rc;
+}
+
 /* umount -f: whoever waits on a server gives up now. */
 static void pfs_umount_begin(struct super_block *sb)
 {
@@ -426,6 +505,7 @@ static const struct super_operations pfs_super_ops = {
 	.free_inode	= pfs_free_inode,
 	.evict_inode	= pfs_evict_inode,
 	.statfs		= pfs_statfs,
+	.sync_fs	= pfs_sync_fs,
 	.show_options	= pfs_show_options,
 	.show_stats	= pfs_show_stats,
 	.umount_begin	= pfs_umount_begin,
@@ -669,8 +749,10 @@ static void pfs_kill_sb(struct super_block *sb)
 {
 	struct pfs_sb_info *sbi = PFS_SB(sb);
 
-	if (sbi)
+	if (sbi) {
 		pfs_statahead_drain(sb);
+		sbi->unmounting = true;
+	}
 	/* Evicts inodes and writes back dirty data: the net must live. */
 	kill_anon_super(sb);
 	if (sbi) {

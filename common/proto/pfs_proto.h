@@ -194,6 +194,7 @@ enum pfs_role {
 	X(PING, 3, PFS_SENT_BY_ANY)					\
 	X(GET_STATS, 4, PFS_SENT_BY_ANY)	/* -> stats, list, transport */ \
 	X(BIND_CLIENT, 5, PFS_SENT_BY_ANY)	/* pfs_client_token */	\
+	X(SYNC_ALL, 6, PFS_SENT_BY_ANY)	/* all answered before, durable */ \
 	/* management */						\
 	X(REGISTER_NODE, 100, PFS_SENT_BY_ANY)	/* servers: by servers */ \
 	X(REGISTER_TARGET, 101, PFS_SENT_BY_SERVER)			\

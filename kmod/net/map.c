@@ -514,7 +514,7 @@ int pfs_net_root_meta(struct pfs_net *net, u32 *node_id)
 	return 0;
 }
 
-int pfs_net_meta_ids(struct pfs_net *net, u32 **ids)
+int pfs_net_node_ids(struct pfs_net *net, u16 type, u32 **ids)
 {
 	u32 *out = NULL;
 	u32 n = 0, have = 0, i;
@@ -523,7 +523,7 @@ int pfs_net_meta_ids(struct pfs_net *net, u32 **ids)
 		spin_lock(&net->map_lock);
 		n = 0;
 		for (i = 0; net->map && i < net->map->nnodes; i++) {
-			if (net->map->nodes[i]->type != PFS_NODE_META)
+			if (net->map->nodes[i]->type != type)
 				continue;
 			if (n < have)
 				out[n] = net->map->nodes[i]->id;

@@ -88,10 +88,11 @@ int pfs_net_check(struct pfs_net *net);
 /* Metadata node that owns the root directory (the first one registered). */
 int pfs_net_root_meta(struct pfs_net *net, u32 *node_id);
 /*
- * The ids of the metadata nodes in the map, in a new kmalloc'ed array
- * (*ids; kfree it): their number, 0 with none (*ids NULL), or -ENOMEM.
+ * The ids of the map's nodes of a type (PFS_NODE_META, PFS_NODE_STORAGE),
+ * in a new kmalloc'ed array (*ids; kfree it): their number, 0 with none
+ * (*ids NULL), or -ENOMEM.
  */
-int pfs_net_meta_ids(struct pfs_net *net, u32 **ids);
+int pfs_net_node_ids(struct pfs_net *net, u16 type, u32 **ids);
 /*
  * A server by metadata node id, or the storage node that serves a target.
  * Unknown ids refresh the map once before failing with -ENODEV. The
@@ -99,6 +100,8 @@ int pfs_net_meta_ids(struct pfs_net *net, u32 **ids);
  */
 struct pfs_node *pfs_net_meta_node(struct pfs_net *net, u32 node_id);
 struct pfs_node *pfs_net_target_node(struct pfs_net *net, u32 target_id);
+/* Like pfs_net_meta_node for a node of any type. */
+struct pfs_node *pfs_net_any_node(struct pfs_net *net, u32 node_id);
 /* May sleep: the last reference closes the node's connections. */
 void pfs_node_put(struct pfs_node *node);
 

@@ -254,7 +254,5 @@ void pfs_map_schedule(struct pfs_net *net, unsigned long delay);
 void pfs_map_work(struct work_struct *work);
 void pfs_map_free(struct pfs_map *map);
 void pfs_map_counts(struct pfs_net *net, u32 *nodes, u32 *targets);
-/* Like pfs_net_meta_node for a node of any type. */
-struct pfs_node *pfs_net_any_node(struct pfs_net *net, u32 node_id);
 
 #endif /* PFS_NET_INT_H */

@@ -31,6 +31,11 @@ awaitable<void> InlineFiles::stop_cleanly() {
     if (service_) co_await service_->stop_cleanly();
 }
 
+awaitable<Status> InlineFiles::sync_all() {
+    if (!service_) co_return ok_status();
+    co_return co_await service_->sync_all();
+}
+
 ChunkStore& InlineFiles::store() const { return *service_->store(PFS_INLINE_TARGET); }
 
 awaitable<Result<ChunkHold>> InlineFiles::admit(const ChunkAccess& access) {

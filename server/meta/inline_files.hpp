@@ -43,6 +43,8 @@ public:
     void attach(Namespace& ns, Durable durable);
     // SIGTERM: the store's data to disk, its write verifier kept.
     awaitable<void> stop_cleanly();
+    // The store's data to disk (SYNC_ALL).
+    awaitable<Status> sync_all();
 
     // The layout a client is given for a file: the inline one if its data
     // is inline and the client follows inline layouts; else (after moving

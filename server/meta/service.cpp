@@ -127,6 +127,7 @@ void Service::install() {
     bind(PFS_MSG_LISTXATTR, &Service::on_listxattr, decoder_of(pfs_x_entry_id));
     bind(PFS_MSG_REMOVEXATTR, &Service::on_removexattr, decoder_of(pfs_x_xattr_req));
     bind(PFS_MSG_STATFS, &Service::on_statfs);
+    bind(PFS_MSG_SYNC_ALL, &Service::on_sync_all);
     bind(PFS_MSG_GET_PATTERN, &Service::on_get_pattern, decoder_of(pfs_x_entry_id));
     bind(PFS_MSG_SET_PATTERN, &Service::on_set_pattern, decoder_of(pfs_x_set_pattern));
     bind(PFS_MSG_LOCK, &Service::on_lock, decoder_of(pfs_x_lock_req));
@@ -840,6 +841,15 @@ awaitable<Reply> Service::on_statfs(Request& req) {
     s.inodes_used = ns_->counts().inodes;
     s.inodes_free = UINT32_MAX;  // the namespace is limited by memory, not a table
     co_return Reply::ok(*encode(pfs_x_statfs, s));
+}
+
+// A client's syncfs(2): every change answered before is durable (those
+// answered before their sync too: creates, unlinks, size reports), and so
+// is the inline store's data.
+awaitable<Reply> Service::on_sync_all(Request& req) {
+    if (!req.frame.payload.empty()) co_return malformed(PFS_MSG_SYNC_ALL);
+    if (auto st = co_await inline_.sync_all(); !st) co_return Reply::from(st.error());
+    co_return co_await finish(Reply::ok());
 }
 
 awaitable<Reply> Service::on_get_pattern(Request& req) {

@@ -121,6 +121,7 @@ private:
     awaitable<Reply> on_listxattr(Request& req);
     awaitable<Reply> on_removexattr(Request& req);
     awaitable<Reply> on_statfs(Request& req);
+    awaitable<Reply> on_sync_all(Request& req);
     awaitable<Reply> on_get_pattern(Request& req);
     awaitable<Reply> on_set_pattern(Request& req);
     awaitable<Reply> on_lock(Request& req);

@@ -199,11 +199,16 @@ size_t ChunkStore::open_files() const {
     return cache_.size();
 }
 
+Status ChunkStore::sync_all() const {
+    if (::syncfs(dir_.get()) != 0)
+        return Error{-errno, "syncfs " + dir_path_.string() + ": " + errno_text(-errno)};
+    return ok_status();
+}
+
 Status ChunkStore::stop_cleanly() {
     // syncfs reports any writeback error of the file system since the
     // descriptor was opened: then the verifier must change, and stays unsaid.
-    if (::syncfs(dir_.get()) != 0)
-        return Error{-errno, "syncfs " + dir_path_.string() + ": " + errno_text(-errno)};
+    if (auto st = sync_all(); !st) return st;
     return WriteVerifier::leave(dir_.get(), dir_path_.string(), verifier_);
 }
 

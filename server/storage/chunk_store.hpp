@@ -118,6 +118,9 @@ public:
     // Whether chunk files are opened with O_DIRECT (direct_io, and the
     // target's file system supports it).
     bool direct_io() const { return options_.direct_io; }
+    // Everything of the target to disk (syncfs: a client's syncfs(2)).
+    // Blocking system call.
+    Status sync_all() const;
     // A clean stop: everything of the target to disk (syncfs), then the
     // verifier left for the next start. Blocking system calls.
     Status stop_cleanly();

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
         auto service = pfs::StorageService::create(agent.targets(), options);
         if (!service) return service.error();
         (*service)->install(server);
+        (*service)->install_sync_all(server);
         agent.on_registered([service = *service](uint32_t) { service->refresh_ids(); });
         // Not a coroutine itself: the lambda may be gone before the work ends.
         // The worker loops halt first: no write is acknowledged after the

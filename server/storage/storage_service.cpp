@@ -122,6 +122,32 @@ void StorageService::install(RpcServer& server) {
     add(PFS_MSG_CHUNK_COPY, &StorageService::copy);
 }
 
+void StorageService::install_sync_all(RpcServer& server) {
+    auto self = shared_from_this();
+    server.handle(PFS_MSG_SYNC_ALL, [self](Request& req) -> awaitable<Reply> {
+        if (!req.frame.payload.empty()) co_return malformed("SYNC_ALL");
+        auto st = co_await self->sync_all();
+        co_return st ? Reply::ok() : Reply::from(st.error());
+    });
+}
+
+awaitable<Status> StorageService::sync_all() {
+    std::vector<const ChunkStore*> stores;
+    for (const auto& t : targets_) stores.push_back(t->store.get());
+    // On the helper thread; the answer is resumed back on this loop. By
+    // reference: GCC 12 destroys a lambda temporary in a co_await
+    // expression twice, harmless only for captures with no destructor.
+    std::optional<Status> synced = co_await asio::co_spawn(
+        *lister_,
+        [&stores]() -> awaitable<std::optional<Status>> {
+            for (const ChunkStore* store : stores)
+                if (auto st = store->sync_all(); !st) co_return st;
+            co_return ok_status();
+        },
+        asio::use_awaitable);
+    co_return *synced;
+}
+
 awaitable<void> StorageService::stop_cleanly() {
     auto self = shared_from_this();  // the caller's handle may go first
     for (auto& t : targets_) {

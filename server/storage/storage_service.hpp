@@ -62,6 +62,9 @@ public:
 
     // Registers the chunk handlers; they keep the service alive.
     void install(RpcServer& server);
+    // And SYNC_ALL's, where the targets are the server's own (pfs-storage:
+    // pfs-meta answers SYNC_ALL itself, its inline store's sync_all with it).
+    void install_sync_all(RpcServer& server);
     // Every request for a file's chunk (not UNLINK_MANY and LIST: the
     // servers' and fsck's) asks guard first. Before install.
     void set_guard(ChunkGuard guard) { guard_ = std::move(guard); }
@@ -76,6 +79,9 @@ public:
     // SIGTERM: every target's data to disk, its write verifier kept for
     // the next start (write_verifier.hpp).
     awaitable<void> stop_cleanly();
+    // Every target's data to disk (syncfs, on the helper thread): a
+    // client's syncfs(2), which follows the writes it waits for.
+    awaitable<Status> sync_all();
     // Waits for the helper thread's work (listings, copies) to end: before
     // the loops it hands results back to are shut down.
     void join_helpers();
@@ -105,7 +111,7 @@ private:
     std::vector<std::unique_ptr<Uring>> rings_;     // one per loop; declared before the stores, which use them
     std::vector<std::unique_ptr<Target>> targets_;  // same order as agent_targets_
     // Blocking work off the event loop: CHUNK_LIST's directory reads,
-    // CHUNK_COPY's copy_file_range.
+    // CHUNK_COPY's copy_file_range, SYNC_ALL's syncfs.
     std::unique_ptr<asio::thread_pool> lister_;
     ChunkGuard guard_;
     ChunkRecorder recorder_;

@@ -134,6 +134,16 @@ class Hostile(LogsOnFailure, unittest.TestCase):
         meta.close()
         self.assertEqual(self.c.ctl("stat", "/victim").returncode, 0)
 
+    def test_sync_all_is_answered_by_every_server_and_a_payload_on_it_refused(self):
+        for port in (self.meta.port, self.storage.port):
+            conn = self.client(port)
+            for _ in range(3):
+                self.assertEqual(conn.call(MSG["SYNC_ALL"])[0], 0)
+            self.assertEqual(conn.call(MSG["SYNC_ALL"], b"\0\0\0\0")[0], 1000)  # PFS_E_PROTO
+            conn.close()
+        for server in (self.meta, self.storage):
+            self.assertTrue(server.alive(), f"{server.name} died")
+
     def test_the_server_checks_permissions_whatever_the_client_says(self):
         meta = self.client(self.meta.port)
         root = self.c.ctl_json("stat", "/")["entry_id"]

@@ -24,8 +24,9 @@
 #                                threads' kernel stacks if it runs on
 #   show_threads PID             what each thread of PID waits for (stderr)
 #   fail MESSAGE; step MESSAGE; fsync_path PATH
-#   meta_requests TYPE           each pfs-meta's count of TYPE requests so far
-#                                (by alias, one line)
+#   server_requests KIND TYPE    each meta or storage server's count of TYPE
+#                                requests so far (by alias, one line);
+#   meta_requests TYPE           the same for the metadata servers
 #   holder_start NAME; holder NAME COMMAND...; holder_send NAME COMMAND...
 #                                files held open and locked (holder.py)
 set -euo pipefail
@@ -50,12 +51,13 @@ fail() {
 step() { echo "== [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 # fsync(2) of a file or directory (coreutils' sync opens directories for writing).
 fsync_path() { python3 -c 'import os, sys; os.fsync(os.open(sys.argv[1], os.O_RDONLY))' "$1"; }
-meta_requests() {
+server_requests() {
 	pfs_ctl --json stats server --by-type --interval 0.1 | python3 -c '
 import json, sys
-nodes = [n for n in json.load(sys.stdin)["nodes"] if n["type"] == "meta"]
-print(" ".join(str(n["requests_by_type"].get(sys.argv[1], 0)) for n in sorted(nodes, key=lambda n: n["alias"])))' "$1"
+nodes = [n for n in json.load(sys.stdin)["nodes"] if n["type"] == sys.argv[1]]
+print(" ".join(str(n["requests_by_type"].get(sys.argv[2], 0)) for n in sorted(nodes, key=lambda n: n["alias"])))' "$1" "$2"
 }
+meta_requests() { server_requests meta "$1"; }
 
 # wait_until DESCRIPTION COMMAND...: polls until COMMAND succeeds, at most
 # PFS_WAIT seconds.

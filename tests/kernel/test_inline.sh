@@ -256,6 +256,22 @@ twice=$(meta_requests SETATTR)
 [ "$once" -eq $((before + 1)) ] && [ "$twice" -eq "$once" ] ||
 	fail "fsync of a file just made: SETATTRs $before -> $once -> $twice"
 
+step "syncfs asks every server to make what it answered durable, once"
+read -r -a meta_before <<< "$(server_requests meta SYNC_ALL)"
+read -r -a storage_before <<< "$(server_requests storage SYNC_ALL)"
+sync -f $M1/in/made || fail "syncfs of the mount failed"
+read -r -a meta_after <<< "$(server_requests meta SYNC_ALL)"
+read -r -a storage_after <<< "$(server_requests storage SYNC_ALL)"
+[ "${#storage_after[@]}" -eq 2 ] || fail "stats list ${#storage_after[@]} storage servers, not 2"
+for i in "${!meta_after[@]}"; do
+	[ "${meta_after[$i]}" -eq $((meta_before[i] + 1)) ] ||
+		fail "syncfs: metadata server $i got ${meta_before[$i]} -> ${meta_after[$i]} SYNC_ALLs"
+done
+for i in "${!storage_after[@]}"; do
+	[ "${storage_after[$i]}" -eq $((storage_before[i] + 1)) ] ||
+		fail "syncfs: storage server $i got ${storage_before[$i]} -> ${storage_after[$i]} SYNC_ALLs"
+done
+
 step "rm, then fsync of the directory: none of it comes back after kill -9 of pfs-meta"
 # An unlink is answered before its journal record is on disk; fsync of the
 # directory waits for it (and frees the files' inline data).
