@@ -123,12 +123,16 @@ void StorageService::install(RpcServer& server) {
 }
 
 void StorageService::install_sync_all(RpcServer& server) {
+    // Not a coroutine itself, as install's: the handler may be gone before
+    // the request ends, the service it keeps alive is not.
     auto self = shared_from_this();
-    server.handle(PFS_MSG_SYNC_ALL, [self](Request& req) -> awaitable<Reply> {
-        if (!req.frame.payload.empty()) co_return malformed("SYNC_ALL");
-        auto st = co_await self->sync_all();
-        co_return st ? Reply::ok() : Reply::from(st.error());
-    });
+    server.handle(PFS_MSG_SYNC_ALL, [self](Request& req) { return self->sync_all_request(req); });
+}
+
+awaitable<Reply> StorageService::sync_all_request(Request& req) {
+    if (!req.frame.payload.empty()) co_return malformed("SYNC_ALL");
+    auto st = co_await sync_all();
+    co_return st ? Reply::ok() : Reply::from(st.error());
 }
 
 awaitable<Status> StorageService::sync_all() {

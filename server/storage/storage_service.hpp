@@ -97,6 +97,7 @@ public:
     awaitable<Reply> fallocate(Request& req);
     awaitable<Reply> seek(Request& req);
     awaitable<Reply> copy(Request& req);
+    awaitable<Reply> sync_all_request(Request& req);
 
 private:
     struct Target;
